@@ -1,0 +1,41 @@
+# membus — run `make run` to start everything embedded, `make test` to run every module's tests.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin
+MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
+SERVICES := ingest extract recall summarizer gateway
+TEST_FLAGS ?= -race -count=1 -timeout 15m
+RUN_ARGS ?=
+
+.PHONY: build run test bench lint fmt clean services
+
+build:
+	@mkdir -p $(BIN)
+	cd services/membus && $(GO) build -o ../../$(BIN)/membus .
+	@for s in $(SERVICES); do (cd services/$$s && $(GO) build -o ../../$(BIN)/membus-$$s ./cmd/membus-$$s) || exit 1; done
+
+run: build
+	./$(BIN)/membus up $(RUN_ARGS)
+
+# Each module is tested on its own: the workspace root is not a module.
+test:
+	@set -e; for d in $(MODULES); do echo "== go test $$d"; (cd $$d && $(GO) test $(TEST_FLAGS) ./...); done
+
+bench: build
+	@set -e; for d in $(MODULES); do (cd $$d && $(GO) test -run '^$$' -bench . -benchtime 1x ./...); done
+	./$(BIN)/membus bench ingest
+	./$(BIN)/membus bench recall
+
+lint:
+	@set -e; for d in $(MODULES); do (cd $$d && $(GO) vet ./...); done
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+fmt:
+	gofmt -w $(MODULES)
+
+# Start the real Redis and MariaDB the integration tests use (installs them when missing).
+services:
+	bash scripts/services.sh
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,143 @@
+package bus
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// DefaultListen is the embedded server's default address (loopback only).
+const DefaultListen = "127.0.0.1:4222"
+
+// EmbeddedConfig configures the NATS server `membus up` runs in-process.
+type EmbeddedConfig struct {
+	DataDir string // JetStream is stored under DataDir/nats
+	Listen  string // host:port; default 127.0.0.1:4222; port 0 picks a free port
+	Token   string // client auth token; none when ""
+	Sync    string // "always" (default) or "interval"
+	Logger  *slog.Logger
+}
+
+// ErrListen is returned (wrapped) when the embedded server cannot listen on its address.
+var ErrListen = errors.New("nats listen address unavailable")
+
+// StartEmbedded starts a JetStream-enabled NATS server and waits until it accepts connections.
+// JetStream fsyncs every write unless Sync is "interval" (SPEC §7).
+func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("embedded nats: DataDir is required")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	switch cfg.Sync {
+	case "", "always", "interval":
+	default:
+		return nil, fmt.Errorf("embedded nats: sync %q: want always or interval", cfg.Sync)
+	}
+	host, portStr, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: listen %q: want host:port: %w", cfg.Listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("embedded nats: listen %q: bad port", cfg.Listen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	} else {
+		// The server only logs a failed listen; check first for a clear error.
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("%w: cannot listen on %s (%v): is another membus or nats-server running? change --nats-listen / MEMBUS_NATS_LISTEN", ErrListen, cfg.Listen, err)
+		}
+		_ = ln.Close()
+	}
+	storeDir := filepath.Join(cfg.DataDir, "nats")
+	if err := os.MkdirAll(storeDir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	opts := &server.Options{
+		ServerName:    "membus-embedded",
+		Host:          host,
+		Port:          port,
+		JetStream:     true,
+		StoreDir:      storeDir,
+		SyncAlways:    cfg.Sync != "interval",
+		Authorization: cfg.Token,
+		NoSigs:        true,
+		HTTPPort:      0,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	if cfg.Logger != nil {
+		s.SetLoggerV2(slogAdapter{cfg.Logger.With("component", "nats")}, false, false, false)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		return nil, fmt.Errorf("%w: embedded nats on %s not ready after 10s: change --nats-listen / MEMBUS_NATS_LISTEN if the port is taken", ErrListen, cfg.Listen)
+	}
+	return s, nil
+}
+
+// LoadOrCreateToken returns the token kept in <dataDir>/nats.token, creating it (32 random
+// bytes, hex, mode 0600) at first start.
+func LoadOrCreateToken(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "nats.token")
+	if b, err := os.ReadFile(path); err == nil {
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", fmt.Errorf("nats token %s is empty: delete it to create a new one", path)
+		}
+		return tok, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read nats token: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", fmt.Errorf("create nats token: %w", err)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("create nats token: %w", err)
+	}
+	tok := hex.EncodeToString(raw[:])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return LoadOrCreateToken(dataDir) // another process created it first
+	}
+	if err != nil {
+		return "", fmt.Errorf("create nats token: %w", err)
+	}
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write nats token: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("write nats token: %w", err)
+	}
+	return tok, nil
+}
+
+// slogAdapter routes the NATS server's log to slog (Fatalf is logged, never exits).
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Noticef(format string, v ...any) { a.l.Info(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Warnf(format string, v ...any)   { a.l.Warn(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Fatalf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Errorf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Debugf(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Tracef(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }

@@ -1,0 +1,218 @@
+// Package config loads the settings every membus process shares: command-line flags, MEMBUS_*
+// environment variables (the names of SPEC §9 are a contract), an optional YAML file and the
+// defaults, in that order of precedence. Validate names the key the user set in every error.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrInvalid marks a configuration that cannot run; every error of Load and Validate wraps it.
+var ErrInvalid = errors.New("invalid config")
+
+// Sources of a value, as WriteYAML and Source report them.
+const (
+	SourceDefault = "default"
+	SourceFile    = "file"
+	SourceEnv     = "env"
+	SourceFlag    = "flag"
+)
+
+// Config is the shared configuration of every service and of the CLI.
+type Config struct {
+	DataDir, HTTPAddr, NATSListen, NATSURL, NATSToken, NATSSync, RedisURL, MySQLDSN, QdrantURL,
+	SubjectPrefix, Embedder, ModelDir, EmbedBaseURL, EmbedModel, EmbedAPIKey, LLMBaseURL, LLMModel,
+	LLMAPIKey, InstanceID, TZ, LogLevel string
+	InsecureNoAuth bool
+	// CommitTokenThreshold is the default pending-token threshold of a commit (2000–200000).
+	CommitTokenThreshold int
+	// KeepRecent is how many newest messages stay active after an automatic commit.
+	KeepRecent int
+	// ConfigFile is the optional YAML file (--config / MEMBUS_CONFIG).
+	ConfigFile string
+
+	// sources records where each key's value came from (key → Source*); nil means defaults.
+	sources map[string]string
+}
+
+// Defaults returns the defaults of SPEC §9.
+func Defaults() Config {
+	return Config{
+		DataDir:              "./data",
+		HTTPAddr:             "127.0.0.1:8080",
+		NATSListen:           "127.0.0.1:4222",
+		NATSSync:             "always",
+		SubjectPrefix:        "membus",
+		Embedder:             "auto",
+		InstanceID:           defaultInstanceID(),
+		TZ:                   "Local",
+		LogLevel:             "info",
+		CommitTokenThreshold: 20000,
+		KeepRecent:           10,
+	}
+}
+
+var notTokenSafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// defaultInstanceID is host and pid, made token-safe (it is placed in subjects).
+func defaultInstanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "membus"
+	}
+	host = strings.Trim(notTokenSafe.ReplaceAllString(host, "-"), "-")
+	pid := strconv.Itoa(os.Getpid())
+	if max := 64 - len(pid) - 1; len(host) > max {
+		host = host[:max]
+	}
+	if host == "" {
+		host = "membus"
+	}
+	return host + "-" + pid
+}
+
+// field describes one key: its YAML name (snake_case); env is MEMBUS_<KEY>, flag --<key-kebab>.
+type field struct {
+	key    string
+	help   string
+	str    *string
+	b      *bool
+	n      *int
+	secret bool // the whole value is a secret
+	noFile bool // not settable from the YAML file
+}
+
+func (f field) env() string  { return "MEMBUS_" + strings.ToUpper(f.key) }
+func (f field) flag() string { return strings.ReplaceAll(f.key, "_", "-") }
+
+// name is how errors name the key: env var and flag.
+func (f field) name() string { return f.env() + " / --" + f.flag() }
+
+func (c *Config) fields() []field {
+	return []field{
+		{key: "data_dir", str: &c.DataDir, help: "directory of embedded data (SQLite, JetStream, vectors, models)"},
+		{key: "http_addr", str: &c.HTTPAddr, help: "HTTP listen address host:port"},
+		{key: "nats_listen", str: &c.NATSListen, help: "embedded NATS server listen address host:port"},
+		{key: "nats_url", str: &c.NATSURL, help: "external NATS URL(s), comma-separated; when set, no embedded server"},
+		{key: "nats_token", str: &c.NATSToken, secret: true, help: "NATS auth token"},
+		{key: "nats_sync", str: &c.NATSSync, help: `JetStream fsync: "always" (durable) or "interval"`},
+		{key: "redis_url", str: &c.RedisURL, help: "Redis URL, e.g. redis://:pw@host:6379/0 (empty: in-process cache)"},
+		{key: "mysql_dsn", str: &c.MySQLDSN, help: "MySQL DSN, e.g. user:pw@tcp(host:3306)/db?parseTime=true (empty: SQLite)"},
+		{key: "qdrant_url", str: &c.QdrantURL, help: "Qdrant URL (empty: local vector store)"},
+		{key: "subject_prefix", str: &c.SubjectPrefix, help: "subject prefix, one token of [a-z0-9_-]"},
+		{key: "embedder", str: &c.Embedder, help: "embedder: auto, hash, openai or onnx"},
+		{key: "model_dir", str: &c.ModelDir, help: "ONNX model directory (default <data-dir>/models)"},
+		{key: "embed_base_url", str: &c.EmbedBaseURL, help: "OpenAI-compatible embeddings base URL"},
+		{key: "embed_model", str: &c.EmbedModel, help: "embedding model name"},
+		{key: "embed_api_key", str: &c.EmbedAPIKey, secret: true, help: "embeddings API key"},
+		{key: "llm_base_url", str: &c.LLMBaseURL, help: "OpenAI-compatible chat base URL (empty: heuristic extractor)"},
+		{key: "llm_model", str: &c.LLMModel, help: "chat model name"},
+		{key: "llm_api_key", str: &c.LLMAPIKey, secret: true, help: "chat API key"},
+		{key: "instance_id", str: &c.InstanceID, help: "instance id, [A-Za-z0-9_-]{1,64} (default host-pid)"},
+		{key: "tz", str: &c.TZ, help: "time zone of scheduled digests (IANA name, Local or UTC)"},
+		{key: "log_level", str: &c.LogLevel, help: "log level: debug, info, warn or error"},
+		{key: "insecure_no_auth", b: &c.InsecureNoAuth, help: "accept HTTP requests without an API key (loopback only)"},
+		{key: "commit_token_threshold", n: &c.CommitTokenThreshold, help: "pending tokens that trigger a commit (2000-200000)"},
+		{key: "keep_recent", n: &c.KeepRecent, help: "newest messages kept active after an automatic commit"},
+		{key: "config", str: &c.ConfigFile, noFile: true, help: "optional YAML config file"},
+	}
+}
+
+func (c *Config) fieldByKey(key string) (field, bool) {
+	for _, f := range c.fields() {
+		if f.key == key {
+			return f, true
+		}
+	}
+	return field{}, false
+}
+
+// RegisterFlags defines every key as a kebab-case flag whose default is c's current value.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	for _, f := range c.fields() {
+		usage := f.help + " (" + f.env() + ")"
+		switch {
+		case f.str != nil:
+			fs.StringVar(f.str, f.flag(), *f.str, usage)
+		case f.b != nil:
+			fs.BoolVar(f.b, f.flag(), *f.b, usage)
+		case f.n != nil:
+			fs.IntVar(f.n, f.flag(), *f.n, usage)
+		}
+	}
+}
+
+// Source says where the value of key (snake_case) came from: flag, env, file or default.
+func (c Config) Source(key string) string {
+	if s, ok := c.sources[key]; ok {
+		return s
+	}
+	return SourceDefault
+}
+
+// ModelPath is the ONNX model directory: ModelDir, or <DataDir>/models.
+func (c Config) ModelPath() string {
+	if c.ModelDir != "" {
+		return c.ModelDir
+	}
+	return filepath.Join(c.DataDir, "models")
+}
+
+// Location is the time zone of TZ; UTC if it does not load (Validate reports that).
+func (c Config) Location() *time.Location {
+	loc, err := loadLocation(c.TZ)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+func loadLocation(tz string) (*time.Location, error) {
+	if tz == "" || tz == "Local" {
+		return time.Local, nil
+	}
+	return time.LoadLocation(tz)
+}
+
+// Embedded reports whether this process runs the embedded NATS server (no NATSURL).
+func (c Config) Embedded() bool { return c.NATSURL == "" }
+
+func (f field) String() string {
+	switch {
+	case f.str != nil:
+		return *f.str
+	case f.b != nil:
+		return strconv.FormatBool(*f.b)
+	case f.n != nil:
+		return strconv.Itoa(*f.n)
+	}
+	return ""
+}
+
+func (f field) set(s string) error {
+	switch {
+	case f.str != nil:
+		*f.str = s
+	case f.b != nil:
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("not a boolean: %q", s)
+		}
+		*f.b = v
+	case f.n != nil:
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", s)
+		}
+		*f.n = v
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+var (
+	subjectPrefixRe = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+	instanceIDRe    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// Validate checks every key and reports all problems at once; each error names the key as
+// the user sets it (env var and flag, and the file when the value came from there).
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		f, _ := c.fieldByKey(key)
+		name := f.name()
+		if c.Source(key) == SourceFile {
+			name = key + " in " + c.ConfigFile + " / " + name
+		}
+		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalid, name, fmt.Sprintf(format, args...)))
+	}
+	oneOf := func(key, v string, allowed ...string) {
+		for _, a := range allowed {
+			if v == a {
+				return
+			}
+		}
+		bad(key, "must be one of %s, got %q", strings.Join(allowed, ", "), v)
+	}
+
+	if c.DataDir == "" {
+		bad("data_dir", "must not be empty")
+	}
+	if err := checkHostPort(c.HTTPAddr); err != nil {
+		bad("http_addr", "%v", err)
+	}
+	if err := checkHostPort(c.NATSListen); err != nil {
+		bad("nats_listen", "%v", err)
+	}
+	if c.NATSURL != "" {
+		for _, u := range strings.Split(c.NATSURL, ",") {
+			if err := checkURL(strings.TrimSpace(u), "nats", "tls", "ws", "wss"); err != nil {
+				bad("nats_url", "%v", err)
+			}
+		}
+	}
+	if c.NATSSync != "always" && c.NATSSync != "interval" {
+		bad("nats_sync", `must be "always" or "interval", got %q`, c.NATSSync)
+	}
+	if c.RedisURL != "" {
+		if err := checkURL(c.RedisURL, "redis", "rediss", "unix"); err != nil {
+			bad("redis_url", "%v", err)
+		}
+	}
+	if c.MySQLDSN != "" {
+		if _, err := mysql.ParseDSN(c.MySQLDSN); err != nil {
+			bad("mysql_dsn", "not a go-sql-driver DSN (user:pw@tcp(host:3306)/db?parseTime=true): %v", err)
+		}
+	}
+	if c.QdrantURL != "" {
+		if err := checkURL(c.QdrantURL, "http", "https"); err != nil {
+			bad("qdrant_url", "%v", err)
+		}
+	}
+	if !subjectPrefixRe.MatchString(c.SubjectPrefix) {
+		bad("subject_prefix", "must be one subject token of [a-z0-9_-] (1-64 chars), got %q", c.SubjectPrefix)
+	}
+	oneOf("embedder", c.Embedder, "auto", "hash", "openai", "onnx")
+	if c.EmbedBaseURL != "" {
+		if err := checkURL(c.EmbedBaseURL, "http", "https"); err != nil {
+			bad("embed_base_url", "%v", err)
+		}
+	}
+	if c.Embedder == "openai" {
+		if c.EmbedBaseURL == "" {
+			bad("embed_base_url", "is required when the embedder is openai")
+		}
+		if c.EmbedModel == "" {
+			bad("embed_model", "is required when the embedder is openai")
+		}
+	}
+	if c.LLMBaseURL != "" {
+		if err := checkURL(c.LLMBaseURL, "http", "https"); err != nil {
+			bad("llm_base_url", "%v", err)
+		}
+		if c.LLMModel == "" {
+			bad("llm_model", "is required when an LLM base URL is set")
+		}
+	}
+	if !instanceIDRe.MatchString(c.InstanceID) {
+		bad("instance_id", "must match [A-Za-z0-9_-]{1,64}, got %q", c.InstanceID)
+	}
+	if _, err := loadLocation(c.TZ); err != nil {
+		bad("tz", "unknown time zone %q: %v", c.TZ, err)
+	}
+	oneOf("log_level", strings.ToLower(c.LogLevel), "debug", "info", "warn", "error")
+	if c.InsecureNoAuth && !isLoopback(c.HTTPAddr) {
+		bad("insecure_no_auth", "is allowed only when the HTTP address is loopback, and %s is %q", "MEMBUS_HTTP_ADDR", c.HTTPAddr)
+	}
+	if c.CommitTokenThreshold < 2000 || c.CommitTokenThreshold > 200000 {
+		bad("commit_token_threshold", "must be between 2000 and 200000, got %d", c.CommitTokenThreshold)
+	}
+	if c.KeepRecent < 0 || c.KeepRecent > 200 {
+		bad("keep_recent", "must be between 0 and 200 (the hot cache holds 200), got %d", c.KeepRecent)
+	}
+	return errors.Join(errs...)
+}
+
+func checkHostPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("must be host:port, got %q", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port must be 0-65535, got %q", port)
+	}
+	return nil
+}
+
+func checkURL(raw string, schemes ...string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("not a URL: %v", err)
+	}
+	for _, s := range schemes {
+		if u.Scheme == s {
+			if u.Host == "" && s != "unix" {
+				return fmt.Errorf("URL %q has no host", redactURL(raw))
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("URL scheme must be %s, got %q", strings.Join(schemes, ", "), redactURL(raw))
+}
+
+// isLoopback reports whether a host:port address listens on loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,77 @@
+package contract
+
+import "time"
+
+// Recall scopes / target types.
+const (
+	ScopeUser    = "user"
+	ScopeAgent   = "agent"
+	ScopeArchive = "archive"
+)
+
+// Item kinds.
+const (
+	KindMemory  = "memory"
+	KindArchive = "archive"
+	KindDigest  = "digest"
+)
+
+// RecallRequest is the body of <p>.rpc.<account>.recall and POST /v1/recall (SPEC §6).
+// Zero values mean "the default".
+type RecallRequest struct {
+	V                int        `json:"v"`
+	UserID           string     `json:"user_id"`
+	AgentID          string     `json:"agent_id,omitempty"`
+	SessionID        string     `json:"session_id,omitempty"`
+	Query            string     `json:"query"`
+	Limit            int        `json:"limit,omitempty"`
+	Scopes           []string   `json:"scopes,omitempty"`
+	ScoreThreshold   *float64   `json:"score_threshold,omitempty"`
+	MaxInjectedChars int        `json:"max_injected_chars,omitempty"`
+	PreferAbstract   bool       `json:"prefer_abstract,omitempty"`
+	Now              *time.Time `json:"now,omitempty"`
+	Trace            bool       `json:"trace,omitempty"`
+}
+
+// ScoreParts explains a fused score.
+type ScoreParts struct {
+	Dense   float64 `json:"dense"`
+	Keyword float64 `json:"keyword"`
+	Fused   float64 `json:"fused"`
+	Boost   float64 `json:"boost"`
+	Decay   float64 `json:"decay,omitempty"`
+}
+
+// RecallItem is one recalled memory, archive message or digest.
+type RecallItem struct {
+	ID        string      `json:"id"`
+	Kind      string      `json:"kind"`
+	Scope     string      `json:"scope"`
+	Category  string      `json:"category,omitempty"`
+	Score     float64     `json:"score"`
+	Parts     *ScoreParts `json:"parts,omitempty"`
+	Text      string      `json:"text"`
+	Sources   []string    `json:"sources"`
+	CreatedAt time.Time   `json:"created_at"`
+	EventTime *time.Time  `json:"event_time,omitempty"`
+}
+
+// TraceEntry records one candidate and what happened to it.
+type TraceEntry struct {
+	ID      string     `json:"id"`
+	Scope   string     `json:"scope"`
+	Score   float64    `json:"score"`
+	Parts   ScoreParts `json:"parts"`
+	Kept    bool       `json:"kept"`
+	Dropped string     `json:"dropped,omitempty"`
+}
+
+// RecallResponse answers a RecallRequest.
+type RecallResponse struct {
+	V        int          `json:"v"`
+	Items    []RecallItem `json:"items"`
+	Block    string       `json:"block"`
+	Degraded bool         `json:"degraded"`
+	Embedder string       `json:"embedder,omitempty"`
+	Trace    []TraceEntry `json:"trace,omitempty"`
+}

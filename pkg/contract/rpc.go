@@ -1,0 +1,49 @@
+package contract
+
+// RPCError is the error body every RPC endpoint answers with (alongside the micro error
+// headers), so HTTP can map it to a status.
+type RPCError struct {
+	V     int    `json:"v"`
+	Error string `json:"error"`
+	Code  string `json:"code"` // bad_request | not_found | unavailable | internal
+}
+
+// MemoriesListRequest is the body of <p>.rpc.<account>.memories.list.
+type MemoriesListRequest struct {
+	V        int    `json:"v"`
+	UserID   string `json:"user_id"`
+	AgentID  string `json:"agent_id,omitempty"`
+	Scope    string `json:"scope,omitempty"`
+	Category string `json:"category,omitempty"`
+	Limit    int    `json:"limit,omitempty"`
+}
+
+// MemoryGetRequest is the body of memories.get and memories.forget.
+type MemoryGetRequest struct {
+	V        int    `json:"v"`
+	UserID   string `json:"user_id"`
+	MemoryID string `json:"memory_id"`
+}
+
+// MemoriesListResponse answers memories.list (items have no score).
+type MemoriesListResponse struct {
+	V     int          `json:"v"`
+	Items []RecallItem `json:"items"`
+}
+
+// SessionMetaRequest is the body of <p>.rpc.<account>.session.get.
+type SessionMetaRequest struct {
+	V         int    `json:"v"`
+	UserID    string `json:"user_id"`
+	SessionID string `json:"session_id"`
+}
+
+// SessionMeta answers GET /v1/sessions/{id}.
+type SessionMeta struct {
+	V             int            `json:"v"`
+	SessionID     string         `json:"session_id"`
+	MessageCount  int            `json:"message_count"`
+	PendingTokens int            `json:"pending_tokens"`
+	CommitCount   int            `json:"commit_count"`
+	Memories      map[string]int `json:"memories"`
+}

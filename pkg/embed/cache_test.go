@@ -1,0 +1,157 @@
+package embed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// countingEmbedder records how many texts and calls reach it.
+type countingEmbedder struct {
+	mu    sync.Mutex
+	calls int
+	texts int
+	err   error
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.mu.Lock()
+	c.calls++
+	c.texts += len(texts)
+	err := c.err
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return NewHash().Embed(ctx, texts)
+}
+func (c *countingEmbedder) Dim() int      { return HashDim }
+func (c *countingEmbedder) Model() string { return "counting-384" }
+
+func TestCachedHitsAndMisses(t *testing.T) {
+	ctx := context.Background()
+	inner := &countingEmbedder{}
+	c := NewCached(inner, 10)
+
+	first, err := c.Embed(ctx, []string{"a b", "c d", "a b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner.calls != 1 || inner.texts != 2 {
+		t.Fatalf("first batch: %d calls %d texts, want 1 call with 2 texts (duplicate embedded once)", inner.calls, inner.texts)
+	}
+	if s := c.Stats(); s.Hits != 0 || s.Misses != 3 || s.Entries != 2 {
+		t.Fatalf("after first batch: %+v", s)
+	}
+
+	second, err := c.Embed(ctx, []string{"c d", "e f", "a b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner.calls != 2 || inner.texts != 3 {
+		t.Fatalf("second batch sent %d texts in total, want only the one miss added", inner.texts)
+	}
+	if s := c.Stats(); s.Hits != 2 || s.Misses != 4 {
+		t.Fatalf("after second batch: %+v", s)
+	}
+	if Cosine(first[0], second[2]) < 0.9999 || Cosine(first[1], second[0]) < 0.9999 {
+		t.Fatal("cached vector differs from the embedded one")
+	}
+
+	second[0][0] = 42 // callers own their copies
+	third, _ := c.Embed(ctx, []string{"c d"})
+	if third[0][0] == 42 {
+		t.Fatal("caller's change leaked into the cache")
+	}
+}
+
+func TestCachedEvictsLeastRecentlyUsed(t *testing.T) {
+	ctx := context.Background()
+	inner := &countingEmbedder{}
+	c := NewCached(inner, 2)
+	mustEmbed := func(texts ...string) {
+		t.Helper()
+		if _, err := c.Embed(ctx, texts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustEmbed("one")
+	mustEmbed("two")
+	mustEmbed("one")   // "one" is now most recent
+	mustEmbed("three") // evicts "two"
+	before := inner.texts
+	mustEmbed("one")
+	if inner.texts != before {
+		t.Fatal("recently used entry was evicted")
+	}
+	mustEmbed("two")
+	if inner.texts != before+1 {
+		t.Fatal("least recently used entry was not evicted")
+	}
+	if s := c.Stats(); s.Entries != 2 {
+		t.Fatalf("entries %d, want 2", s.Entries)
+	}
+}
+
+func TestCachedKeyIncludesModel(t *testing.T) {
+	a := NewCached(NewHash(), 4)
+	b := NewCached(&countingEmbedder{}, 4)
+	if a.key("x") == b.key("x") {
+		t.Fatal("two models share a cache key")
+	}
+	if a.Provider() != "hash" || a.Model() != HashModel || a.Dim() != HashDim {
+		t.Fatalf("wrapper does not pass through identity: %s %s %d", a.Provider(), a.Model(), a.Dim())
+	}
+}
+
+func TestCachedErrorIsNotCached(t *testing.T) {
+	ctx := context.Background()
+	boom := errors.New("boom")
+	inner := &countingEmbedder{err: boom}
+	c := NewCached(inner, 4)
+	if _, err := c.Embed(ctx, []string{"x"}); !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want wrapped boom", err)
+	}
+	inner.mu.Lock()
+	inner.err = nil
+	inner.mu.Unlock()
+	if _, err := c.Embed(ctx, []string{"x"}); err != nil {
+		t.Fatal(err)
+	}
+	if inner.texts != 2 {
+		t.Fatalf("failed text was not retried: %d texts", inner.texts)
+	}
+}
+
+func TestCachedConcurrent(t *testing.T) {
+	ctx := context.Background()
+	c := NewCached(NewHash(), 16)
+	ref := NewHash()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				text := fmt.Sprintf("text %d", (g+i)%24)
+				got, err := c.Embed(ctx, []string{text})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				want, _ := ref.Embed(ctx, []string{text})
+				if Cosine(got[0], want[0]) < 0.9999 {
+					t.Errorf("%q: cached vector differs", text)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	s := c.Stats()
+	if s.Hits+s.Misses != 400 || s.Entries > 16 {
+		t.Fatalf("stats %+v: want 400 lookups, at most 16 entries", s)
+	}
+}

@@ -1,0 +1,46 @@
+// Package embed turns text into dense vectors: the Embedder interface, a
+// deterministic feature-hashing embedder that needs no model files, and an LRU
+// cache that wraps any embedder.
+package embed
+
+import (
+	"context"
+	"math"
+)
+
+// Embedder turns texts into vectors of a fixed dimension.
+type Embedder interface {
+	// Embed returns one vector per text, in order. Implementations batch.
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	// Dim is the length of every vector Embed returns.
+	Dim() int
+	// Model is the model id stored with every index built from these
+	// vectors (e.g. "hash-v1-384"); vectors of two models never mix.
+	Model() string
+}
+
+// Provider is implemented by embedders that name their provider (hash,
+// openai, onnx). The cache key includes it; embedders without it are keyed
+// by their model id alone.
+type Provider interface {
+	Provider() string
+}
+
+// Cosine returns the cosine similarity of a and b, or 0 when either is a zero
+// vector or their lengths differ.
+func Cosine(a, b []float32) float32 {
+	if len(a) != len(b) || len(a) == 0 {
+		return 0
+	}
+	var dot, na, nb float64
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		dot += x * y
+		na += x * x
+		nb += y * y
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return float32(dot / (math.Sqrt(na) * math.Sqrt(nb)))
+}

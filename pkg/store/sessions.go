@@ -1,0 +1,338 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/contract"
+)
+
+// Session is a session row.
+type Session struct {
+	AccountID           string
+	SessionID           string
+	UserID              string
+	AgentID             string
+	SessionKey          string
+	NextSeq             int64
+	MessageCount        int64
+	PendingTokens       int64
+	CommitRequestedUpto int64
+	ArchivedUpto        int64
+	AppliedTurnsSeq     int64
+	Epoch               int64
+	CommitCount         int64
+	CommitThreshold     *int
+	KeepRecent          *int
+	SummarizedUpto      int64
+	Overview            string
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+// Message is a stored message. Content is the capture text (tool calls rendered, injected
+// blocks stripped, secrets redacted); Parts keeps the normalised parts as JSON.
+type Message struct {
+	AccountID string
+	SessionID string
+	Seq       int64
+	MessageID string
+	EventID   string
+	Position  int
+	Role      string
+	Name      string
+	Content   string
+	Parts     json.RawMessage
+	Tokens    int
+	CreatedAt time.Time
+	ArchiveID string
+}
+
+// Turn is one TurnEvent's messages, ready to store.
+type Turn struct {
+	AccountID  string
+	UserID     string
+	AgentID    string
+	SessionID  string
+	SessionKey string
+	EventID    string
+	StreamSeq  uint64
+	// Threshold is the session's commit threshold to record (already clamped); 0 keeps the stored one.
+	Threshold  int
+	KeepRecent *int
+	Messages   []Message
+}
+
+// ApplyResult says what one Turn did.
+type ApplyResult struct {
+	Stored     int
+	Duplicates int
+	Tombstoned bool
+	Commit     *contract.CommitRequest // set when this batch crossed the threshold
+}
+
+// ApplyTurns stores a batch of turns in one transaction: messages deduplicated on
+// (account, session, message_id) by the unique key, seq assigned per session, pending tokens
+// and the applied TURNS stream seq updated, and — when a session's unrequested tokens reach
+// its threshold — one CommitRequest inserted into the outbox (edge, not level). Session rows
+// are locked in sorted order so concurrent batches cannot deadlock on them.
+func (s *Store) ApplyTurns(ctx context.Context, names bus.Names, defaultThreshold int, turns []Turn) ([]ApplyResult, error) {
+	order := make([]int, len(turns))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ta, tb := turns[order[a]], turns[order[b]]
+		if ta.AccountID != tb.AccountID {
+			return ta.AccountID < tb.AccountID
+		}
+		return ta.SessionID < tb.SessionID
+	})
+	var results []ApplyResult
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		results = make([]ApplyResult, len(turns))
+		var cur *Session
+		var curTomb bool
+		flush := func() error {
+			if cur == nil {
+				return nil
+			}
+			return s.finishSession(ctx, tx, names, defaultThreshold, cur, turns, order, results)
+		}
+		for _, i := range order {
+			t := turns[i]
+			if cur == nil || cur.AccountID != t.AccountID || cur.SessionID != t.SessionID {
+				if err := flush(); err != nil {
+					return err
+				}
+				tomb, err := s.tombstonedTx(ctx, tx, t.AccountID, t.UserID, t.SessionID)
+				if err != nil {
+					return err
+				}
+				curTomb = tomb
+				cur, err = s.lockSession(ctx, tx, t)
+				if err != nil {
+					return err
+				}
+			}
+			if curTomb {
+				results[i].Tombstoned = true
+				continue
+			}
+			if t.Threshold > 0 {
+				th := t.Threshold
+				cur.CommitThreshold = &th
+			}
+			if t.KeepRecent != nil {
+				cur.KeepRecent = t.KeepRecent
+			}
+			if t.StreamSeq > uint64(cur.AppliedTurnsSeq) {
+				cur.AppliedTurnsSeq = int64(t.StreamSeq)
+			}
+			for _, m := range t.Messages {
+				res, err := tx.ExecContext(ctx, s.insertIgnore()+` messages
+					(account_id, session_id, seq, message_id, event_id, position, role, name, content, parts, tokens, created_us)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+					t.AccountID, t.SessionID, cur.NextSeq, m.MessageID, t.EventID, m.Position, m.Role, m.Name,
+					m.Content, string(m.Parts), m.Tokens, m.CreatedAt.UnixMicro())
+				if err != nil {
+					return fmt.Errorf("insert message %s: %w", m.MessageID, err)
+				}
+				if n, _ := res.RowsAffected(); n == 0 {
+					results[i].Duplicates++
+					continue
+				}
+				results[i].Stored++
+				cur.NextSeq++
+				cur.MessageCount++
+				cur.PendingTokens += int64(m.Tokens)
+			}
+		}
+		return flush()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// finishSession writes the session row back and applies the commit trigger.
+func (s *Store) finishSession(ctx context.Context, tx *sql.Tx, names bus.Names, defaultThreshold int, cur *Session, turns []Turn, order []int, results []ApplyResult) error {
+	threshold := defaultThreshold
+	if cur.CommitThreshold != nil {
+		threshold = *cur.CommitThreshold
+	}
+	var unrequested sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT SUM(tokens) FROM messages WHERE account_id = ? AND session_id = ? AND seq > ? AND archive_id IS NULL`,
+		cur.AccountID, cur.SessionID, cur.CommitRequestedUpto).Scan(&unrequested); err != nil {
+		return err
+	}
+	if threshold > 0 && unrequested.Int64 >= int64(threshold) && cur.NextSeq-1 > cur.CommitRequestedUpto {
+		cur.CommitRequestedUpto = cur.NextSeq - 1
+		req := contract.CommitRequest{
+			V: contract.Version, AccountID: cur.AccountID, UserID: cur.UserID, AgentID: cur.AgentID,
+			SessionID: cur.SessionID, Kind: contract.CommitAuto, Upto: cur.CommitRequestedUpto,
+			KeepRecent: cur.KeepRecent, CreatedAt: s.now().UTC(),
+		}
+		req.RequestID = CommitRequestID(cur.AccountID, cur.SessionID, contract.CommitAuto, fmt.Sprint(req.Upto))
+		payload, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		if err := s.insertOutbox(ctx, tx, []OutboxEntry{{ID: req.RequestID, Subject: names.Commits(cur.AccountID, cur.SessionID), Payload: payload}}); err != nil {
+			return err
+		}
+		// Report the request on the last turn of this session in the batch.
+		for k := len(order) - 1; k >= 0; k-- {
+			t := turns[order[k]]
+			if t.AccountID == cur.AccountID && t.SessionID == cur.SessionID {
+				results[order[k]].Commit = &req
+				break
+			}
+		}
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE sessions SET next_seq = ?, message_count = ?, pending_tokens = ?,
+		commit_requested_upto = ?, applied_turns_seq = ?, commit_threshold = ?, keep_recent = ?, updated_us = ?
+		WHERE account_id = ? AND session_id = ?`,
+		cur.NextSeq, cur.MessageCount, cur.PendingTokens, cur.CommitRequestedUpto, cur.AppliedTurnsSeq,
+		nullInt(cur.CommitThreshold), nullInt(cur.KeepRecent), s.nowUS(), cur.AccountID, cur.SessionID)
+	return err
+}
+
+// CommitRequestID is the deterministic id of a commit request (and its Nats-Msg-Id).
+func CommitRequestID(parts ...string) string { return "commit-" + bus.MsgID(parts...)[:40] }
+
+func (s *Store) lockSession(ctx context.Context, tx *sql.Tx, t Turn) (*Session, error) {
+	now := s.nowUS()
+	if _, err := tx.ExecContext(ctx, s.insertIgnore()+` sessions (account_id, session_id, user_id, agent_id, session_key, created_us, updated_us)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, t.AccountID, t.SessionID, t.UserID, t.AgentID, t.SessionKey, now, now); err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	sess, err := s.getSession(ctx, tx, t.AccountID, t.SessionID, true)
+	if err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
+const sessionCols = `account_id, session_id, user_id, agent_id, session_key, next_seq, message_count, pending_tokens,
+	commit_requested_upto, archived_upto, applied_turns_seq, epoch, commit_count, commit_threshold, keep_recent,
+	summarized_upto, overview, created_us, updated_us`
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (s *Store) getSession(ctx context.Context, q querier, account, session string, lock bool) (*Session, error) {
+	query := "SELECT " + sessionCols + " FROM sessions WHERE account_id = ? AND session_id = ?"
+	if lock {
+		query += s.forUpdate()
+	}
+	var x Session
+	var th, kr sql.NullInt64
+	var ov sql.NullString
+	var c, u int64
+	err := q.QueryRowContext(ctx, query, account, session).Scan(&x.AccountID, &x.SessionID, &x.UserID, &x.AgentID, &x.SessionKey,
+		&x.NextSeq, &x.MessageCount, &x.PendingTokens, &x.CommitRequestedUpto, &x.ArchivedUpto, &x.AppliedTurnsSeq,
+		&x.Epoch, &x.CommitCount, &th, &kr, &x.SummarizedUpto, &ov, &c, &u)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load session %s: %w", session, err)
+	}
+	if th.Valid {
+		v := int(th.Int64)
+		x.CommitThreshold = &v
+	}
+	if kr.Valid {
+		v := int(kr.Int64)
+		x.KeepRecent = &v
+	}
+	x.Overview = ov.String
+	x.CreatedAt, x.UpdatedAt = time.UnixMicro(c), time.UnixMicro(u)
+	return &x, nil
+}
+
+// GetSession loads a session; ErrNotFound when the account has no such session.
+func (s *Store) GetSession(ctx context.Context, account, session string) (*Session, error) {
+	return s.getSession(ctx, s.db, account, session, false)
+}
+
+// AppliedTurnsSeq is the highest TURNS stream sequence ingest applied to the session (0 when
+// the session does not exist yet).
+func (s *Store) AppliedTurnsSeq(ctx context.Context, account, session string) (uint64, error) {
+	var v int64
+	err := s.db.QueryRowContext(ctx, "SELECT applied_turns_seq FROM sessions WHERE account_id = ? AND session_id = ?", account, session).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return uint64(v), err
+}
+
+const messageCols = "account_id, session_id, seq, message_id, event_id, position, role, name, content, parts, tokens, created_us, archive_id"
+
+func scanMessages(rows *sql.Rows) ([]Message, error) {
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		var m Message
+		var parts string
+		var created int64
+		var arch sql.NullString
+		if err := rows.Scan(&m.AccountID, &m.SessionID, &m.Seq, &m.MessageID, &m.EventID, &m.Position, &m.Role, &m.Name,
+			&m.Content, &parts, &m.Tokens, &created, &arch); err != nil {
+			return nil, err
+		}
+		m.Parts = json.RawMessage(parts)
+		m.CreatedAt = time.UnixMicro(created).UTC()
+		m.ArchiveID = arch.String
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// History returns a session's messages in (created_at, position) order, all of them or only
+// the active (not archived) ones.
+func (s *Store) History(ctx context.Context, account, session string, activeOnly bool) ([]Message, error) {
+	q := "SELECT " + messageCols + " FROM messages WHERE account_id = ? AND session_id = ?"
+	if activeOnly {
+		q += " AND archive_id IS NULL"
+	}
+	rows, err := s.db.QueryContext(ctx, q+" ORDER BY created_us, position, seq", account, session)
+	if err != nil {
+		return nil, err
+	}
+	return scanMessages(rows)
+}
+
+// MessagesBySeq returns the messages with from ≤ seq ≤ to, in seq order.
+func (s *Store) MessagesBySeq(ctx context.Context, account, session string, from, to int64) ([]Message, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT "+messageCols+" FROM messages WHERE account_id = ? AND session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+		account, session, from, to)
+	if err != nil {
+		return nil, err
+	}
+	return scanMessages(rows)
+}
+
+func (s *Store) tombstonedTx(ctx context.Context, q querier, account, user, session string) (bool, error) {
+	var n int
+	err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM tombstones WHERE account_id = ? AND user_id = ? AND (session_id = '' OR session_id = ?)",
+		account, user, session).Scan(&n)
+	return n > 0, err
+}
+
+func nullInt(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -1,0 +1,182 @@
+// Package store is membus's SQL source of truth: one Store over MySQL/MariaDB (distributed
+// mode) or SQLite (embedded mode), with the schema migrations of schemas/sql applied at Open.
+// Times are stored as unix microseconds so both dialects share one representation.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Dialects.
+const (
+	MySQL  = "mysql"
+	SQLite = "sqlite"
+)
+
+// Sentinel errors.
+var (
+	ErrNotFound   = errors.New("not found")
+	ErrFenced     = errors.New("fenced: the session epoch moved on (another holder took the lock)")
+	ErrTombstoned = errors.New("tombstoned: the user or session was erased")
+)
+
+// Store is the SQL store. Safe for concurrent use.
+type Store struct {
+	db      *sql.DB
+	dialect string
+	now     func() time.Time
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock sets the clock used for timestamps (tests).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// OpenSQLite opens (creating) the SQLite database at path and applies the migrations.
+func OpenSQLite(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	// One writer at a time is SQLite's rule; a small pool keeps readers off the writer's back.
+	db.SetMaxOpenConns(4)
+	return open(ctx, db, SQLite, opts)
+}
+
+// OpenMySQL opens a MySQL/MariaDB database (go-sql-driver DSN) and applies the migrations.
+func OpenMySQL(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("MEMBUS_MYSQL_DSN: %w", err)
+	}
+	cfg.ParseTime = true
+	cfg.MultiStatements = true
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = 30 * time.Second
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(8)
+	db.SetConnMaxLifetime(5 * time.Minute)
+	return open(ctx, db, MySQL, opts)
+}
+
+func open(ctx context.Context, db *sql.DB, dialect string, opts []Option) (*Store, error) {
+	s := &Store{db: db, dialect: dialect, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect %s: %w", dialect, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dialect returns MySQL or SQLite.
+func (s *Store) Dialect() string { return s.dialect }
+
+// DB exposes the pool for tests and tools.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Close closes the pool.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping is the health probe of the SQL dependency.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var one int
+	return s.db.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+func (s *Store) nowUS() int64 { return s.now().UnixMicro() }
+
+// insertIgnore is the dialect's INSERT that skips rows violating a unique key.
+func (s *Store) insertIgnore() string {
+	if s.dialect == MySQL {
+		return "INSERT IGNORE INTO"
+	}
+	return "INSERT OR IGNORE INTO"
+}
+
+// forUpdate locks selected rows on MySQL; SQLite's write transaction already excludes writers.
+func (s *Store) forUpdate() string {
+	if s.dialect == MySQL {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// IsRetryable reports whether err is a transient conflict worth retrying at once: MySQL
+// deadlock (1213) or lock wait timeout (1205), SQLite BUSY/LOCKED.
+func IsRetryable(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1213 || me.Number == 1205
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		code := se.Code() & 0xff
+		return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+	}
+	return strings.Contains(strings.ToLower(fmt.Sprint(err)), "database is locked")
+}
+
+// inTx runs fn in a transaction, retrying retryable conflicts at once with jitter.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	const attempts = 8
+	var err error
+	for i := 0; i < attempts; i++ {
+		err = s.tryTx(ctx, fn)
+		if err == nil || !IsRetryable(err) {
+			return err
+		}
+		d := time.Duration(1+rand.IntN(10*(i+1))) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+	return err
+}
+
+func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

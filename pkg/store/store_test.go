@@ -1,0 +1,268 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/testenv"
+)
+
+// backends runs fn against SQLite always and against MariaDB when MEMBUS_TEST_MYSQL_DSN is set
+// (always in CI): one suite for both dialects.
+func backends(t *testing.T, fn func(t *testing.T, s *store.Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		s, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "m.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		fn(t, s)
+	})
+	t.Run("mysql", func(t *testing.T) {
+		dsn := testenv.MySQLDSN(t)
+		s, err := store.OpenMySQL(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		fn(t, s)
+	})
+}
+
+func msg(id string, pos int, text string, at time.Time) store.Message {
+	return store.Message{MessageID: id, Position: pos, Role: "user", Content: text, Parts: json.RawMessage(`[]`), Tokens: len(text), CreatedAt: at}
+}
+
+func turn(account, session, event string, seq uint64, ms ...store.Message) store.Turn {
+	return store.Turn{AccountID: account, UserID: "u1", SessionID: session, EventID: event, StreamSeq: seq, Messages: ms}
+}
+
+var names, _ = bus.NewNames("membus")
+
+func TestApplyTurns(t *testing.T) {
+	backends(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		ev1 := turn("acme", "s1", "e1", 1, msg("m1", 0, "hello", t0), msg("m2", 1, "world", t0))
+		ev2 := turn("acme", "s1", "e2", 2, msg("m0", 0, "older", t0.Add(-time.Minute)))
+		// The same event three times, and out of order: same history.
+		for _, batch := range [][]store.Turn{{ev2, ev1}, {ev1}, {ev1, ev2}} {
+			if _, err := s.ApplyTurns(ctx, names, 1000, batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h, err := s.History(ctx, "acme", "s1", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range h {
+			got = append(got, m.MessageID)
+		}
+		if fmt.Sprint(got) != "[m0 m1 m2]" {
+			t.Fatalf("history order = %v, want [m0 m1 m2] by (created_at, position)", got)
+		}
+		sess, err := s.GetSession(ctx, "acme", "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sess.MessageCount != 3 || sess.NextSeq != 4 || sess.AppliedTurnsSeq != 2 {
+			t.Fatalf("session = count %d next %d applied %d, want 3 4 2", sess.MessageCount, sess.NextSeq, sess.AppliedTurnsSeq)
+		}
+		// Another account with the same session id never meets this one.
+		if _, err := s.ApplyTurns(ctx, names, 1000, []store.Turn{turn("other", "s1", "e1", 3, msg("m1", 0, "secret", t0))}); err != nil {
+			t.Fatal(err)
+		}
+		h, _ = s.History(ctx, "acme", "s1", false)
+		for _, m := range h {
+			if m.Content == "secret" {
+				t.Fatal("account other's message appeared in account acme's session")
+			}
+		}
+	})
+}
+
+func TestCommitTriggerIsAnEdge(t *testing.T) {
+	backends(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		t0 := time.Now().UTC()
+		var commits int
+		for i := 0; i < 10; i++ {
+			rs, err := s.ApplyTurns(ctx, names, 25, []store.Turn{turn("acme", "s1", fmt.Sprint("e", i), uint64(i+1), msg(fmt.Sprint("m", i), 0, "0123456789", t0))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rs[0].Commit != nil {
+				commits++
+			}
+		}
+		// 10 tokens a message, threshold 25: crossings after messages 3, 6, 9.
+		if commits != 3 {
+			t.Fatalf("commit requests = %d, want 3 (one per crossing)", commits)
+		}
+		n, err := s.OutboxPending(ctx)
+		if err != nil || n != 3 {
+			t.Fatalf("outbox pending = %d, %v; want 3", n, err)
+		}
+	})
+}
+
+func TestArchiveFencing(t *testing.T) {
+	backends(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		t0 := time.Now().UTC()
+		if _, err := s.ApplyTurns(ctx, names, 0, []store.Turn{turn("acme", "s1", "e1", 1, msg("m1", 0, "a", t0), msg("m2", 1, "b", t0))}); err != nil {
+			t.Fatal(err)
+		}
+		old, err := s.AcquireEpoch(ctx, "acme", "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, err := s.AcquireEpoch(ctx, "acme", "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := store.Archive{ID: "00000000-0000-0000-0000-000000000001", AccountID: "acme", SessionID: "s1", UserID: "u1", FromSeq: 1, ToSeq: 2, Kind: "compact", RequestID: "r1"}
+		if err := s.CreateArchive(ctx, old, a, nil); !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("stale epoch: err = %v, want ErrFenced", err)
+		}
+		if err := s.CreateArchive(ctx, mine, a, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateArchive(ctx, mine, a, nil); err != nil {
+			t.Fatalf("repeat create: %v", err)
+		}
+		active, _ := s.History(ctx, "acme", "s1", true)
+		if len(active) != 0 {
+			t.Fatalf("active after archive = %d, want 0", len(active))
+		}
+		mem := store.Memory{ID: "00000000-0000-0000-0000-0000000000aa", AccountID: "acme", UserID: "u1", Scope: "user", Category: "fact",
+			Value: "x", Abstract: "x", Text: "x", Sources: []store.Source{{SessionID: "s1", MessageID: "m1"}}, ValidFrom: t0, ContentHash: "h"}
+		if err := s.SaveMemories(ctx, mine, a, []store.Memory{mem}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		// A replay of the extraction writes nothing twice.
+		if err := s.SaveMemories(ctx, mine, a, []store.Memory{mem}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := s.Memories(ctx, store.MemoryFilter{AccountID: "acme", UserID: "u1"})
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("memories = %d, %v; want 1", len(ms), err)
+		}
+		counts, _ := s.SessionMemoryCounts(ctx, "acme", "s1")
+		if counts["fact"] != 1 {
+			t.Fatalf("session memory counts = %v", counts)
+		}
+		if _, err := s.GetMemory(ctx, "other", "u1", mem.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("foreign account get: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestOutboxClaimNeverSharesARow(t *testing.T) {
+	backends(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		t0 := time.Now().UTC()
+		// 40 crossings → 40 outbox rows.
+		for i := 0; i < 40; i++ {
+			if _, err := s.ApplyTurns(ctx, names, 5, []store.Turn{turn("acme", fmt.Sprint("s", i), "e", uint64(i+1), msg("m", 0, "0123456789", t0))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mu sync.Mutex
+		calls := map[string]int{}
+		var wg sync.WaitGroup
+		for r := 0; r < 3; r++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					n, err := s.Outbox().Claim(ctx, 4, func(ctx context.Context, row bus.OutboxRow) error {
+						mu.Lock()
+						calls[row.ID]++
+						mu.Unlock()
+						time.Sleep(2 * time.Millisecond) // hold the lock like a publish would
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if n == 0 {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		var ids []string
+		for id, n := range calls {
+			if n != 1 {
+				t.Errorf("row %s published %d times", id, n)
+			}
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		if len(ids) != 40 {
+			t.Fatalf("published %d rows, want 40", len(ids))
+		}
+		if n, _ := s.OutboxPending(ctx); n != 0 {
+			t.Fatalf("pending after relays = %d", n)
+		}
+	})
+}
+
+func TestKeys(t *testing.T) {
+	backends(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		key, k, err := s.CreateKey(ctx, "acme", "alice", store.RoleUser, "dev")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.LookupKey(ctx, key)
+		if err != nil || got.AccountID != "acme" || got.UserID != "alice" {
+			t.Fatalf("lookup = %+v, %v", got, err)
+		}
+		if err := s.RevokeKey(ctx, k.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.LookupKey(ctx, key); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("revoked key lookup: %v", err)
+		}
+		if _, _, err := s.CreateKey(ctx, "acme", "", store.RoleUser, ""); err == nil {
+			t.Fatal("user key without user accepted")
+		}
+	})
+}
+
+func TestMigrationsFromManyReplicas(t *testing.T) {
+	dsn := testenv.MySQLDSN(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := store.OpenMySQL(context.Background(), dsn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			s.Close()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/membus/membus/schemas
+
+go 1.26.8
