@@ -67,6 +67,9 @@ func (s *RPCServer) Handle(op string, h RPCHandler) error {
 	if err := validOp(op); err != nil {
 		return err
 	}
+	if h == nil {
+		return fmt.Errorf("rpc handle %s: nil handler", op)
+	}
 	prefixLen := len(strings.Split(s.n.RPC("x", ""), ".")) - 2 // tokens before the account
 	endpoint := strings.ReplaceAll(op, ".", "_")
 	err := s.svc.AddEndpoint(endpoint, micro.HandlerFunc(func(req micro.Request) {

@@ -35,9 +35,9 @@ type RunnerConfig struct {
 	Stream         string   // kind: StreamTurns, StreamCommits or StreamEvents
 	FilterSubjects []string // default: the whole stream
 
-	Batch       int                            // messages per Fetch; default 64
-	MaxFailures int                            // own failures before dead-lettering; default 5
-	AckWait     time.Duration                  // default 30s; InProgress every AckWait/3
+	Batch       int                             // messages per Fetch; default 64
+	MaxFailures int                             // own failures before dead-lettering; default 5
+	AckWait     time.Duration                   // default 30s; InProgress every AckWait/3
 	Backoff     func(attempt int) time.Duration // retry and re-probe delay; default 1s doubling to 1m
 	Probes      []Probe
 	Logger      *slog.Logger // default slog.Default()

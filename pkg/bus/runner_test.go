@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/membus/membus/pkg/contract"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -536,5 +535,4 @@ func TestErrorMarkers(t *testing.T) {
 	if !errors.Is(err, ErrPanic) || IsPermanent(err) {
 		t.Errorf("Recover: %v", err)
 	}
-	_ = contract.HeaderDLQReason
 }

@@ -20,7 +20,14 @@ func NewLogger(w io.Writer, level, service, instance string) *slog.Logger {
 	} else {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(h).With("service", service, "instance", instance)
+	l := slog.New(h)
+	if service != "" {
+		l = l.With("service", service)
+	}
+	if instance != "" {
+		l = l.With("instance", instance)
+	}
+	return l
 }
 
 func parseLevel(s string) slog.Level {

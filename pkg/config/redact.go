@@ -51,7 +51,7 @@ func redactDSN(dsn string) string {
 	if cfg.Passwd == "" {
 		return dsn
 	}
-	at := strings.LastIndex(dsn[:strings.Index(dsn, "/")+1], "@")
+	at := strings.LastIndex(dsn[:strings.LastIndex(dsn, "/")+1], "@")
 	if at < 0 {
 		return dsn
 	}

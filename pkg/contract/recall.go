@@ -26,6 +26,7 @@ type RecallRequest struct {
 	Query            string     `json:"query"`
 	Limit            int        `json:"limit,omitempty"`
 	Scopes           []string   `json:"scopes,omitempty"`
+	TargetTypes      []string   `json:"target_types,omitempty"` // OpenViking's name for Scopes; both are honoured
 	ScoreThreshold   *float64   `json:"score_threshold,omitempty"`
 	MaxInjectedChars int        `json:"max_injected_chars,omitempty"`
 	PreferAbstract   bool       `json:"prefer_abstract,omitempty"`

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/membus/membus/pkg/contract"
 )
 
 // Archive states, in order (SPEC §5).
@@ -235,4 +238,71 @@ func (s *Store) CommitResult(ctx context.Context, account, requestID string) ([]
 		return nil, ErrNotFound
 	}
 	return []byte(r), err
+}
+
+// ArchiveMemories returns the active memories sourced from an archive's messages.
+func (s *Store) ArchiveMemories(ctx context.Context, a Archive) ([]Memory, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT "+prefixCols("m.", memoryCols)+` FROM memories m WHERE m.account_id = ? AND m.id IN (
+		SELECT ms.memory_id FROM memory_sources ms JOIN messages msg
+		  ON msg.account_id = ms.account_id AND msg.session_id = ms.session_id AND msg.message_id = ms.message_id
+		WHERE ms.account_id = ? AND ms.session_id = ? AND msg.archive_id = ?)
+		AND m.valid_to_us IS NULL AND m.superseded_by IS NULL AND m.duplicate_of IS NULL ORDER BY m.id`,
+		a.AccountID, a.AccountID, a.SessionID, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	return scanMemories(rows)
+}
+
+// SupersededBy returns the ids of memories superseded by any of ids (to drop from the index).
+func (s *Store) SupersededBy(ctx context.Context, account string, ids []string) ([]Memory, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	q := "SELECT " + memoryCols + " FROM memories WHERE account_id = ? AND superseded_by IN (?" + strings.Repeat(",?", len(ids)-1) + ")"
+	args := []any{account}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanMemories(rows)
+}
+
+// RequestCommit queues a commit request for everything the session holds now (upto = its
+// newest seq) through the outbox. It returns the request, or ErrNotFound when the session
+// has no messages.
+func (s *Store) RequestCommit(ctx context.Context, subject func(account, session string) string, req contract.CommitRequest) (contract.CommitRequest, error) {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		sess, err := s.getSession(ctx, tx, req.AccountID, req.SessionID, true)
+		if err != nil {
+			return err
+		}
+		req.Upto = sess.NextSeq - 1
+		req.UserID = sess.UserID
+		if req.AgentID == "" {
+			req.AgentID = sess.AgentID
+		}
+		if req.Upto > sess.CommitRequestedUpto {
+			if _, err := tx.ExecContext(ctx, "UPDATE sessions SET commit_requested_upto = ? WHERE account_id = ? AND session_id = ?", req.Upto, req.AccountID, req.SessionID); err != nil {
+				return err
+			}
+		}
+		payload, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		return s.insertOutbox(ctx, tx, []OutboxEntry{{ID: req.RequestID, Subject: subject(req.AccountID, req.SessionID), Payload: payload}})
+	})
+	return req, err
+}
+
+func prefixCols(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		parts[i] = prefix + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
 }

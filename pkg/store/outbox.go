@@ -100,3 +100,9 @@ func (s *Store) OutboxPending(ctx context.Context) (int, error) {
 	err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE sent_us IS NULL AND dead_us IS NULL").Scan(&n)
 	return n, err
 }
+
+// QueueEvents inserts outbox entries in a transaction of their own, for events that follow
+// no other write (a commit that found nothing to archive still completes).
+func (s *Store) QueueEvents(ctx context.Context, entries []OutboxEntry) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error { return s.insertOutbox(ctx, tx, entries) })
+}

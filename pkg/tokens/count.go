@@ -7,11 +7,14 @@
 // the real o200k tokenizer (github.com/tiktoken-go/tokenizer) on English and
 // CJK text and keep it within ±10%.
 //
-// Why an estimator rather than the real tokenizer: hosts run many models
-// (GPT, Claude, Llama, Qwen), so any one vocabulary is itself an estimate of
-// what the host pays; OpenClaw budgets with a characters/4 estimate. The
-// estimator is ~50× faster, allocation-free, holds no global state, and
-// spares every binary the 10 MB vocabulary and a 20 ms load.
+// Why an estimator rather than the real tokenizer (which tiktoken-go ships
+// offline, its vocabulary compiled in): hosts run many models (GPT, Claude,
+// Llama, Qwen), so any one vocabulary is itself an estimate of what the host
+// pays, and OpenClaw budgets with a characters/4 estimate. The estimator is
+// about 10x faster (≈170 MB/s against ≈14 MB/s on English here), allocates
+// nothing, holds no global state, and spares every binary the ~10 MB
+// vocabulary, a ~7 MB heap and a ~10-20 ms load. tiktoken-go stays a
+// test-only dependency, the reference the estimator is checked against.
 package tokens
 
 import (

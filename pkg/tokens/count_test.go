@@ -73,9 +73,6 @@ func TestCountPerLineWithinThirtyPercent(t *testing.T) {
 			}
 			dev := math.Abs(float64(Count(line)-want)) / float64(want)
 			worst = max(worst, dev)
-			if os.Getenv("TOKDEBUG") != "" {
-				t.Logf("%+.2f %d %d %.50q", float64(Count(line)-want)/float64(want), Count(line), want, line)
-			}
 			if dev > 0.30 {
 				t.Errorf("%s: line %q: estimate %d, o200k %d", name, line, Count(line), want)
 			}

@@ -1,0 +1,114 @@
+package memory_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/membus/membus/pkg/memory"
+)
+
+func TestHeuristicExtract(t *testing.T) {
+	at := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC) // a Monday
+	cases := []struct {
+		name      string
+		text      string
+		category  string
+		attribute string
+		polarity  int
+		value     string
+		textHas   string
+	}{
+		{"a name is a profile fact", "Hi, my name is Caroline Smith.", memory.Profile, "name", 1, "Caroline Smith", "Caroline"},
+		{"where one lives is a profile fact", "I live in Boston with my sister.", memory.Profile, "lives in", 1, "Boston", "Caroline live in Boston with Caroline's sister"},
+		{"a move updates the same slot", "I moved to Denver last year.", memory.Profile, "lives in", 1, "Denver", "Denver"},
+		{"likes are preferences", "I really love black coffee in the morning.", memory.Preference, "likes black coffee in the morning", 1, "black coffee in the morning", "Caroline really love"},
+		{"dislikes have negative polarity", "I hate black coffee in the morning.", memory.Preference, "likes black coffee in the morning", -1, "black coffee in the morning", ""},
+		{"a pet is an entity", "I have a dog named Max.", memory.Entity, "dog name", 1, "Max", "Max"},
+		{"my X is Y is an entity fact", "My favourite book is Dune.", memory.Entity, "favourite book", 1, "Dune", "Caroline's favourite book"},
+		{"decisions are kept", "We decided to use Postgres for the project.", memory.Decision, "", 1, "", "Postgres"},
+		{"tasks are kept", "Remind me to renew the passport.", memory.Task, "", 1, "", "renew the passport"},
+		{"first-person statements are facts", "I went hiking with friends at the lake.", memory.Fact, "", 1, "", "Caroline went hiking"},
+	}
+	h := memory.NewHeuristic()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := h.Extract(context.Background(), []memory.Message{{ID: "m1", Role: "user", Name: "Caroline", Text: tc.text, CreatedAt: at}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 {
+				t.Fatalf("got %d candidates %+v, want 1", len(got), got)
+			}
+			c := got[0]
+			if c.Category != tc.category || c.Attribute != tc.attribute || c.Polarity != tc.polarity {
+				t.Fatalf("got %s/%q/%d, want %s/%q/%d", c.Category, c.Attribute, c.Polarity, tc.category, tc.attribute, tc.polarity)
+			}
+			if tc.value != "" && c.Value != tc.value {
+				t.Fatalf("value %q, want %q", c.Value, tc.value)
+			}
+			if tc.textHas != "" && !contains(c.Text, tc.textHas) {
+				t.Fatalf("text %q lacks %q", c.Text, tc.textHas)
+			}
+			if len(c.Sources) != 1 || c.Sources[0] != "m1" {
+				t.Fatalf("sources %v", c.Sources)
+			}
+		})
+	}
+}
+
+func TestResolveTime(t *testing.T) {
+	at := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC) // Monday
+	cases := []struct {
+		text string
+		want string
+	}{
+		{"I went there yesterday", "2023-05-07"},
+		{"we go tomorrow", "2023-05-09"},
+		{"last Saturday was fun", "2023-05-06"},
+		{"next Friday I fly", "2023-05-12"},
+		{"two weeks ago I ran", "2023-04-24"},
+		{"next month we move", "2023-06-01"},
+		{"last year I started", "2022-01-01"},
+	}
+	for _, tc := range cases {
+		got, ok := memory.ResolveTime(tc.text, at)
+		if !ok || got.Format("2006-01-02") != tc.want {
+			t.Errorf("%q: got %v %v, want %s", tc.text, got, ok, tc.want)
+		}
+	}
+	if _, ok := memory.ResolveTime("no time here", at); ok {
+		t.Error("resolved a time in a sentence without one")
+	}
+}
+
+func TestIDs(t *testing.T) {
+	c := memory.Candidate{Scope: "user", Category: memory.Profile, Subject: "Caroline", Attribute: "lives in", Polarity: 1, Value: "Boston"}
+	a := memory.ID("acme", "u1", "", c)
+	c.Value = " boston. "
+	if b := memory.ID("acme", "u1", "", c); a != b {
+		t.Fatal("normalised values must give the same id")
+	}
+	if memory.ID("other", "u1", "", c) == a {
+		t.Fatal("accounts must not share ids")
+	}
+	ev := memory.Candidate{Scope: "user", Category: memory.Event, Value: "gym"}
+	d1, d2 := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2023, 1, 8, 0, 0, 0, 0, time.UTC)
+	ev.EventTime = &d1
+	x := memory.ID("acme", "u1", "", ev)
+	ev.EventTime = &d2
+	if memory.ID("acme", "u1", "", ev) == x {
+		t.Fatal("recurring events on different days must stay distinct")
+	}
+}
+
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && (func() bool {
+		for i := 0; i+len(sub) <= len(s); i++ {
+			if s[i:i+len(sub)] == sub {
+				return true
+			}
+		}
+		return false
+	})())
+}

@@ -1,0 +1,60 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/pkg/store"
+)
+
+// OpenStore opens the SQL store the server uses (MEMBUS_MYSQL_DSN, else <data>/membus.db),
+// for tools such as `membus keys` that run beside a live server.
+func OpenStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
+	if cfg.MySQLDSN != "" {
+		return store.OpenMySQL(ctx, cfg.MySQLDSN)
+	}
+	path := filepath.Join(cfg.DataDir, "membus.db")
+	if _, err := os.Stat(cfg.DataDir); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("data dir %s does not exist: start `membus up` once, or pass --data-dir / MEMBUS_DATA_DIR", cfg.DataDir)
+	}
+	return store.OpenSQLite(ctx, path)
+}
+
+// Dial connects to the running deployment's NATS: MEMBUS_NATS_URL, else the embedded server of
+// `membus up` on MEMBUS_NATS_LISTEN with the token kept in the data dir.
+func Dial(ctx context.Context, cfg config.Config, name string) (*nats.Conn, jetstream.JetStream, bus.Names, error) {
+	names, err := bus.NewNames(cfg.SubjectPrefix)
+	if err != nil {
+		return nil, nil, names, err
+	}
+	url, token := cfg.NATSURL, cfg.NATSToken
+	if url == "" {
+		url = "nats://" + cfg.NATSListen
+		if token == "" {
+			b, err := os.ReadFile(filepath.Join(cfg.DataDir, "nats.token"))
+			if err != nil {
+				return nil, nil, names, fmt.Errorf("no NATS token in %s: is `membus up` running with this --data-dir? (%w)", cfg.DataDir, err)
+			}
+			token = strings.TrimSpace(string(b))
+		}
+	}
+	nc, err := bus.Connect(ctx, url, token, name, nats.MaxReconnects(2))
+	if err != nil {
+		return nil, nil, names, fmt.Errorf("connect to NATS at %s (is membus running?): %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, names, err
+	}
+	return nc, js, names, nil
+}

@@ -1,0 +1,158 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/membus/membus/pkg/config"
+)
+
+// Runnable is a service: it runs until ctx is done and then drains.
+type Runnable interface {
+	Run(ctx context.Context) error
+}
+
+// LoadConfig parses the shared flags and MEMBUS_* environment for a command.
+func LoadConfig(name string, args []string, stderr io.Writer) (config.Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return config.Load(fs, args, os.Getenv)
+}
+
+// SignalContext is cancelled by SIGINT or SIGTERM.
+func SignalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// Main runs one service in its own process (distributed mode): `membus ingest`, or the
+// service's own binary. It returns the process exit code.
+func Main(service string, args []string, build func(env *Env) (Runnable, error)) int {
+	cfg, err := LoadConfig("membus "+service, args, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "membus %s: %v\n", service, err)
+		return 2
+	}
+	logger := config.NewLogger(os.Stderr, cfg.LogLevel, "", cfg.InstanceID)
+	ctx, stop := SignalContext()
+	defer stop()
+	env, err := Open(ctx, cfg, logger)
+	if err != nil {
+		logger.Error("start failed", "err", err)
+		return 1
+	}
+	defer env.Close()
+	svc, err := build(env)
+	if err != nil {
+		logger.Error("start failed", "err", err)
+		return 1
+	}
+	var extra []Runnable
+	if service != "gateway" {
+		extra = append(extra, env.OpsServer(cfg.HTTPAddr))
+	}
+	if err := env.RunAll(ctx, append([]Runnable{svc}, extra...)...); err != nil {
+		logger.Error("stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// RunAll runs the services, the outbox relay and the metrics publisher until ctx is done or
+// one of them fails; then it cancels the rest and waits for them to drain.
+func (e *Env) RunAll(ctx context.Context, services ...Runnable) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(services)+2)
+	run := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	for i, s := range services {
+		run(fmt.Sprintf("service %d (%T)", i, s), s.Run)
+	}
+	run("outbox relay", e.Relay.Run)
+	run("metrics publisher", func(ctx context.Context) error { e.PublishMetrics(ctx); return nil })
+	wg.Wait()
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+func collect(ch <-chan error) []error {
+	var out []error
+	for err := range ch {
+		out = append(out, err)
+	}
+	return out
+}
+
+// MetricsHandler serves every registry of this process on one /metrics.
+func (e *Env) MetricsHandler() http.Handler {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var g prometheus.Gatherers
+	for _, m := range e.metrics {
+		g = append(g, m.Registry)
+	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// OpsServer serves /healthz, /readyz and /metrics for a service that has no HTTP API of its own.
+func (e *Env) OpsServer(addr string) Runnable { return opsServer{e: e, addr: addr} }
+
+type opsServer struct {
+	e    *Env
+	addr string
+}
+
+func (o opsServer) Run(ctx context.Context) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"status":"ok"}`)) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		for _, p := range o.e.Probes() {
+			if err := p.Check(ctx); err != nil {
+				http.Error(w, p.Name+": "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		w.Write([]byte(`{"status":"ready"}`))
+	})
+	mux.Handle("GET /metrics", o.e.MetricsHandler())
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (--http-addr / MEMBUS_HTTP_ADDR): %w", o.addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+

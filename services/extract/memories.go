@@ -1,0 +1,245 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/embed"
+	"github.com/membus/membus/pkg/lock"
+	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/vector"
+)
+
+// Near-duplicate thresholds (SPEC §6).
+const (
+	jaccardDuplicate = 0.7
+	cosineDuplicate  = 0.92
+)
+
+// extract turns an archived range into memory rows (state extracted). Conflicts are resolved
+// first, then duplicates, against the user's rows in SQL under the merge lock.
+func (s *Service) extract(ctx context.Context, epoch int64, a store.Archive) error {
+	msgs, err := s.d.Store.MessagesBySeq(ctx, a.AccountID, a.SessionID, a.FromSeq, a.ToSeq)
+	if err != nil {
+		return err
+	}
+	in := make([]memory.Message, 0, len(msgs))
+	for _, m := range msgs {
+		in = append(in, memory.Message{ID: m.MessageID, Role: m.Role, Name: m.Name, Text: m.Content, CreatedAt: m.CreatedAt})
+	}
+	cands, err := s.d.Extractor.Extract(ctx, in)
+	if err != nil {
+		return fmt.Errorf("%s extractor: %w", s.d.Extractor.Name(), err)
+	}
+	texts := make([]string, len(cands))
+	for i, c := range cands {
+		texts[i] = c.Text
+	}
+	vecs, err := s.d.Embedder.Embed(ctx, texts)
+	if err != nil {
+		return fmt.Errorf("embed: %w", err)
+	}
+
+	merge, err := s.d.Locker.Acquire(ctx, lock.MergeKey(a.AccountID, a.UserID), lock.MergeTTL)
+	if err != nil {
+		return err
+	}
+	defer merge.Release(context.WithoutCancel(ctx))
+
+	existing, err := s.d.Store.Memories(ctx, store.MemoryFilter{AccountID: a.AccountID, UserID: a.UserID, ActiveOnly: true})
+	if err != nil {
+		return err
+	}
+	now := s.d.Now().UTC()
+	byID := map[string]int{} // memory id → index in out
+	var out []store.Memory
+	supersede := map[string]string{}
+	var dedups int
+	for i, c := range cands {
+		agent := ""
+		if c.Scope == contract.ScopeAgent {
+			agent = a.AgentID
+		}
+		m := store.Memory{
+			ID: memory.ID(a.AccountID, a.UserID, agent, c), AccountID: a.AccountID, UserID: a.UserID, AgentID: a.AgentID,
+			Scope: c.Scope, Category: c.Category, Subject: c.Subject, Attribute: c.Attribute, Polarity: c.Polarity,
+			Value: c.Value, Abstract: c.Abstract, Text: c.Text, Importance: c.Importance, EventTime: c.EventTime,
+			ValidFrom: now, ContentHash: memory.ContentHash(c.Text), Embedding: vecs[i], EmbedModel: s.d.Embedder.Model(),
+		}
+		if agent == "" {
+			m.AgentID = ""
+		}
+		for _, src := range c.Sources {
+			m.Sources = append(m.Sources, store.Source{SessionID: a.SessionID, MessageID: src})
+		}
+		if j, ok := byID[m.ID]; ok { // the same fact twice in one archive
+			out[j].Sources = append(out[j].Sources, m.Sources...)
+			continue
+		}
+		if old, ok := conflicting(existing, m); ok {
+			supersede[old.ID] = m.ID
+		} else if dup, ok := duplicate(existing, m); ok {
+			// A dedup hit unions the sources into the existing memory instead of dropping them.
+			dedups++
+			m = dup
+			m.Sources = append([]store.Source(nil), mSources(c, a)...)
+			if j, ok := byID[m.ID]; ok {
+				out[j].Sources = append(out[j].Sources, m.Sources...)
+				continue
+			}
+		}
+		byID[m.ID] = len(out)
+		out = append(out, m)
+	}
+	var events []store.OutboxEntry
+	for _, m := range out {
+		events = append(events, s.event(contract.Event{
+			EventID: eventID(contract.EventMemoryUpserted, m.ID, a.ID), Kind: contract.EventMemoryUpserted,
+			AccountID: a.AccountID, UserID: a.UserID, AgentID: m.AgentID, SessionID: a.SessionID, MemoryID: m.ID, Category: m.Category,
+		}))
+	}
+	for oldID, newID := range supersede {
+		events = append(events, s.event(contract.Event{
+			EventID: eventID(contract.EventMemorySuperseded, oldID, newID), Kind: contract.EventMemorySuperseded,
+			AccountID: a.AccountID, UserID: a.UserID, SessionID: a.SessionID, MemoryID: oldID, SupersededBy: newID,
+		}))
+	}
+	if err := s.d.Store.SaveMemories(ctx, epoch, a, out, supersede, events); err != nil {
+		return err
+	}
+	s.memoriesWritten(float64(len(out)))
+	s.superseded(float64(len(supersede)))
+	s.deduped(float64(dedups))
+	s.d.KickOutbox()
+	return nil
+}
+
+func mSources(c memory.Candidate, a store.Archive) []store.Source {
+	out := make([]store.Source, 0, len(c.Sources))
+	for _, src := range c.Sources {
+		out = append(out, store.Source{SessionID: a.SessionID, MessageID: src})
+	}
+	return out
+}
+
+// conflicting finds an active memory in the same slot (subject + attribute) whose value or
+// polarity differs: "lives in Boston" → "moved to Denver".
+func conflicting(existing []store.Memory, m store.Memory) (store.Memory, bool) {
+	if m.Attribute == "" {
+		return store.Memory{}, false
+	}
+	for _, e := range existing {
+		if e.ID == m.ID || e.Scope != m.Scope || e.Attribute == "" {
+			continue
+		}
+		if memory.Normalize(e.Subject) == memory.Normalize(m.Subject) && memory.Normalize(e.Attribute) == memory.Normalize(m.Attribute) &&
+			(memory.Normalize(e.Value) != memory.Normalize(m.Value) || e.Polarity != m.Polarity) {
+			return e, true
+		}
+	}
+	return store.Memory{}, false
+}
+
+// duplicate finds an active memory that says the same thing: exact normalised text,
+// containment, token Jaccard ≥ 0.7 or dense cosine ≥ 0.92.
+func duplicate(existing []store.Memory, m store.Memory) (store.Memory, bool) {
+	norm := memory.Normalize(m.Text)
+	for _, e := range existing {
+		if e.ID == m.ID {
+			return e, true
+		}
+		if e.Scope != m.Scope || e.Category != m.Category {
+			continue
+		}
+		en := memory.Normalize(e.Text)
+		switch {
+		case e.ContentHash == m.ContentHash,
+			len(norm) > 20 && len(en) > 20 && (strings.Contains(en, norm) || strings.Contains(norm, en)),
+			jaccard(en, norm) >= jaccardDuplicate,
+			len(e.Embedding) > 0 && len(e.Embedding) == len(m.Embedding) && float64(embed.Cosine(e.Embedding, m.Embedding)) >= cosineDuplicate:
+			return e, true
+		}
+	}
+	return store.Memory{}, false
+}
+
+func jaccard(a, b string) float64 {
+	ta, tb := map[string]bool{}, map[string]bool{}
+	for _, w := range strings.Fields(a) {
+		ta[w] = true
+	}
+	for _, w := range strings.Fields(b) {
+		tb[w] = true
+	}
+	if len(ta) == 0 || len(tb) == 0 {
+		return 0
+	}
+	inter := 0
+	for w := range ta {
+		if tb[w] {
+			inter++
+		}
+	}
+	return float64(inter) / float64(len(ta)+len(tb)-inter)
+}
+
+// index writes the archive's memories to the vector store, drops what they superseded, and
+// completes the commit (state indexed, commit_completed).
+func (s *Service) index(ctx context.Context, epoch int64, a store.Archive) error {
+	mems, err := s.d.Store.ArchiveMemories(ctx, a)
+	if err != nil {
+		return err
+	}
+	pts := make([]vector.Point, 0, len(mems))
+	ids := make([]string, 0, len(mems))
+	for _, m := range mems {
+		if len(m.Embedding) == 0 {
+			continue
+		}
+		pts = append(pts, vector.Point{ID: m.ID, AccountID: m.AccountID, UserID: m.UserID, AgentID: m.AgentID, Scope: m.Scope,
+			Kind: contract.KindMemory, Category: m.Category, Text: m.Text, Vector: m.Embedding, CreatedAt: m.CreatedAt})
+		ids = append(ids, m.ID)
+	}
+	if len(pts) > 0 {
+		if err := s.d.Vectors.Upsert(ctx, s.d.Embedder.Model(), pts); err != nil {
+			return fmt.Errorf("upsert vectors: %w", err)
+		}
+	}
+	// Write-then-delete: the superseded rows are filtered out of recall by their SQL state
+	// meanwhile, so a failed delete here loses nothing and is retried with the commit.
+	old, err := s.d.Store.SupersededBy(ctx, a.AccountID, ids)
+	if err != nil {
+		return err
+	}
+	if len(old) > 0 {
+		var oldIDs []string
+		for _, m := range old {
+			oldIDs = append(oldIDs, m.ID)
+		}
+		if err := s.d.Vectors.Delete(ctx, a.AccountID, a.UserID, oldIDs); err != nil {
+			return fmt.Errorf("delete superseded vectors: %w", err)
+		}
+	}
+	sess, err := s.d.Store.GetSession(ctx, a.AccountID, a.SessionID)
+	if err != nil {
+		return err
+	}
+	counts := a.Memories
+	if counts == nil {
+		counts = map[string]int{}
+	}
+	done := s.event(contract.Event{
+		EventID: eventID(contract.EventCommitCompleted, a.RequestID, a.ID), Kind: contract.EventCommitCompleted,
+		AccountID: a.AccountID, UserID: a.UserID, AgentID: a.AgentID, SessionID: a.SessionID, RequestID: a.RequestID,
+		ArchiveID: a.ID, FromSeq: a.FromSeq, ToSeq: a.ToSeq, Status: contract.StatusCompleted, Memories: counts,
+		TokensBefore: int(sess.PendingTokens + a.Tokens), TokensAfter: int(sess.PendingTokens),
+	})
+	if err := s.d.Store.AdvanceArchive(ctx, epoch, a, store.StateExtracted, store.StateIndexed, []store.OutboxEntry{done}); err != nil {
+		return err
+	}
+	s.d.KickOutbox()
+	return nil
+}

@@ -1,0 +1,160 @@
+package extract
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/store"
+)
+
+// handleCommitRPC serves <p>.rpc.<account>.commit. It replies asynchronously: the handler
+// returns at once and a goroutine waits for the commit, so many commits wait side by side.
+func (s *Service) handleCommitRPC(ctx context.Context, account string, req micro.Request) {
+	var r contract.CommitRPCRequest
+	if err := json.Unmarshal(req.Data(), &r); err != nil {
+		_ = bus.RespondError(req, bus.CodeBadRequest, fmt.Errorf("decode commit request: %w", err))
+		return
+	}
+	if r.SessionID == "" || r.RequestID == "" {
+		_ = bus.RespondError(req, bus.CodeBadRequest, errors.New("session_id and request_id are required"))
+		return
+	}
+	go func() {
+		res, err := s.SyncCommit(ctx, account, r)
+		if errors.Is(err, store.ErrNotFound) {
+			_ = bus.RespondError(req, bus.CodeNotFound, fmt.Errorf("session %s not found", r.SessionID))
+			return
+		}
+		if err != nil {
+			_ = bus.RespondError(req, bus.CodeUnavailable, err)
+			return
+		}
+		_ = bus.RespondJSON(req, res)
+	}()
+}
+
+// SyncCommit waits until ingest has applied every turn of the session published before the
+// call, queues a commit request for everything the session holds, and waits for its
+// commit_completed event (SPEC §5 "Synchronous commit"). A repeated request id gets the
+// stored result.
+func (s *Service) SyncCommit(ctx context.Context, account string, r contract.CommitRPCRequest) (contract.CommitResult, error) {
+	if b, err := s.d.Store.CommitResult(ctx, account, r.RequestID); err == nil {
+		var res contract.CommitResult
+		if json.Unmarshal(b, &res) == nil {
+			return res, nil
+		}
+	}
+	timeout := s.cfg.CommitTimeout
+	if r.TimeoutMS > 0 {
+		timeout = time.Duration(r.TimeoutMS) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	timedOut := contract.CommitResult{V: contract.Version, Status: contract.StatusTimeout, Reason: contract.ReasonTimeout, Memories: map[string]int{}}
+
+	if err := s.waitIngested(ctx, account, r.SessionID); err != nil {
+		if ctx.Err() != nil {
+			return timedOut, nil
+		}
+		return contract.CommitResult{}, err
+	}
+	// Subscribe before queueing so the completion cannot slip past.
+	done := make(chan contract.Event, 4)
+	sub, err := s.d.NC.Subscribe(s.d.Names.Event(contract.EventCommitCompleted, account, r.SessionID), func(m *nats.Msg) {
+		var ev contract.Event
+		if json.Unmarshal(m.Data, &ev) == nil && ev.RequestID == r.RequestID {
+			select {
+			case done <- ev:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		return contract.CommitResult{}, err
+	}
+	defer sub.Unsubscribe()
+
+	kind := r.Kind
+	if kind == "" {
+		kind = contract.CommitSync
+	}
+	_, err = s.d.Store.RequestCommit(ctx, s.d.Names.Commits, contract.CommitRequest{
+		V: contract.Version, RequestID: r.RequestID, AccountID: account, UserID: r.UserID, AgentID: r.AgentID,
+		SessionID: r.SessionID, Kind: kind, KeepRecent: r.KeepRecent, CreatedAt: s.d.Now().UTC(),
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return contract.CommitResult{V: contract.Version, OK: true, Status: contract.StatusSkipped, Reason: contract.ReasonNoMessages, Memories: map[string]int{}}, nil
+	}
+	if err != nil {
+		return contract.CommitResult{}, err
+	}
+	s.d.KickOutbox()
+	if !r.Wait {
+		return contract.CommitResult{V: contract.Version, OK: true, Status: contract.StatusAccepted, Memories: map[string]int{}}, nil
+	}
+	select {
+	case ev := <-done:
+		res := s.result(ctx, account, ev)
+		if b, err := json.Marshal(res); err == nil {
+			_ = s.d.Store.SaveCommitResult(context.WithoutCancel(ctx), r.RequestID, account, r.SessionID, b)
+		}
+		return res, nil
+	case <-ctx.Done():
+		return timedOut, nil
+	}
+}
+
+func (s *Service) result(ctx context.Context, account string, ev contract.Event) contract.CommitResult {
+	res := contract.CommitResult{
+		V: contract.Version, OK: ev.Status == contract.StatusCompleted || ev.Status == contract.StatusSkipped,
+		Status: ev.Status, Reason: ev.Reason, ArchiveID: ev.ArchiveID, Compacted: ev.ArchiveID != "",
+		Memories: ev.Memories, TokensBefore: ev.TokensBefore, TokensAfter: ev.TokensAfter,
+	}
+	if res.Memories == nil {
+		res.Memories = map[string]int{}
+	}
+	if ev.ArchiveID != "" {
+		if a, err := s.d.Store.GetArchive(ctx, account, ev.ArchiveID); err == nil && a.Abstract != "" {
+			res.Summary = a.Abstract
+		}
+	}
+	return res
+}
+
+// waitIngested returns once no turn event of the session published before the call is
+// still waiting in the TURNS work queue (ingest removes a message only after storing it).
+func (s *Service) waitIngested(ctx context.Context, account, session string) error {
+	stream, err := s.d.JS.Stream(ctx, s.d.Names.Stream(bus.StreamTurns))
+	if err != nil {
+		return err
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	last := info.State.LastSeq
+	subject := s.d.Names.Turns(account, session)
+	for {
+		m, err := stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence > last) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/store"
+)
+
+// Identity headers (SPEC §11).
+const (
+	headerAPIKey  = "X-API-Key"
+	headerAccount = "X-Membus-Account" // insecure mode only
+	headerUser    = "X-Membus-User"    // admin keys and insecure mode
+)
+
+// insecureDefault is the account and user of insecure mode when the headers are absent.
+const insecureDefault = "default"
+
+// maxUserIDLen is the longest user id accepted (the schemas' user_id maxLength).
+const maxUserIDLen = 256
+
+// keyLookupTimeout bounds one API-key lookup.
+const keyLookupTimeout = 5 * time.Second
+
+// identity is who a data request acts for. The account comes from the key (or the insecure
+// headers), never from the URL or the body.
+type identity struct {
+	Account string
+	User    string
+	KeyID   string // "" in insecure mode
+}
+
+// authed resolves the caller's identity and runs h for it. Lookups go to the key store on
+// every request (no cache): a key created or revoked in the store is honoured at once.
+func (s *Service) authed(h func(http.ResponseWriter, *http.Request, identity)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, aerr := s.identify(r)
+		if aerr != nil {
+			if aerr.Status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="membus"`)
+			}
+			writeError(w, aerr)
+			return
+		}
+		h(w, r, id)
+	}
+}
+
+func (s *Service) identify(r *http.Request) (identity, *apiError) {
+	if s.cfg.InsecureNoAuth {
+		account := headerOr(r, headerAccount, insecureDefault)
+		if err := bus.ValidAccount(account); err != nil {
+			return identity{}, badRequest(headerAccount + ": " + err.Error())
+		}
+		user := headerOr(r, headerUser, insecureDefault)
+		if err := validUserID(user); err != nil {
+			return identity{}, err
+		}
+		return identity{Account: account, User: user}, nil
+	}
+
+	secret, aerr := presentedKey(r)
+	if aerr != nil {
+		return identity{}, aerr
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), keyLookupTimeout)
+	defer cancel()
+	key, err := s.deps.Keys.LookupKey(ctx, secret)
+	if errors.Is(err, store.ErrNotFound) {
+		return identity{}, unauthorized("unknown or revoked API key")
+	}
+	if err != nil {
+		s.log.Warn("api key lookup failed", "error", err.Error())
+		return identity{}, unavailable("the key store is unavailable; retry")
+	}
+	if err := bus.ValidAccount(key.AccountID); err != nil {
+		s.log.Error("api key bound to an invalid account", "key_id", key.ID, "error", err.Error())
+		return identity{}, &apiError{Status: http.StatusInternalServerError, Code: codeInternal, Message: "the API key is bound to an invalid account"}
+	}
+
+	named := strings.TrimSpace(r.Header.Get(headerUser))
+	switch key.Role {
+	case store.RoleUser:
+		// A user key acts for its own user only; naming another one is refused.
+		if named != "" && named != key.UserID {
+			return identity{}, forbidden("a user key acts only for its own user; " + headerUser + " names another")
+		}
+		if key.UserID == "" {
+			return identity{}, &apiError{Status: http.StatusInternalServerError, Code: codeInternal, Message: "the user key has no user"}
+		}
+		return identity{Account: key.AccountID, User: key.UserID, KeyID: key.ID}, nil
+	case store.RoleAdmin:
+		if named == "" {
+			return identity{}, badRequest("an admin key must name the user with " + headerUser)
+		}
+		if err := validUserID(named); err != nil {
+			return identity{}, err
+		}
+		return identity{Account: key.AccountID, User: named, KeyID: key.ID}, nil
+	case store.RoleOperator:
+		return identity{}, forbidden("an operator key reads ops figures only, not data routes")
+	default:
+		return identity{}, forbidden("the API key has an unknown role")
+	}
+}
+
+// presentedKey reads "Authorization: Bearer <key>", else X-API-Key.
+func presentedKey(r *http.Request) (string, *apiError) {
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		scheme, key, ok := strings.Cut(strings.TrimSpace(auth), " ")
+		key = strings.TrimSpace(key)
+		if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" {
+			return "", unauthorized("Authorization must be \"Bearer <key>\"")
+		}
+		return key, nil
+	}
+	if key := strings.TrimSpace(r.Header.Get(headerAPIKey)); key != "" {
+		return key, nil
+	}
+	return "", unauthorized("an API key is required (Authorization: Bearer <key> or " + headerAPIKey + ")")
+}
+
+func headerOr(r *http.Request, name, def string) string {
+	if v := strings.TrimSpace(r.Header.Get(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func validUserID(user string) *apiError {
+	if len(user) > maxUserIDLen || !utf8.ValidString(user) {
+		return badRequest(headerUser + ": a user id is 1–256 bytes of UTF-8")
+	}
+	return nil
+}
+
+func unauthorized(msg string) *apiError {
+	return &apiError{Status: http.StatusUnauthorized, Code: codeUnauthorized, Message: msg}
+}
+
+func forbidden(msg string) *apiError {
+	return &apiError{Status: http.StatusForbidden, Code: codeForbidden, Message: msg}
+}

@@ -1,0 +1,256 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/contract"
+)
+
+// defaultAgentID is the agent of a turn whose body names none (SPEC §3).
+const defaultAgentID = "main"
+
+// sourceHTTP is TurnEvent.Source of turns posted to the gateway.
+const sourceHTTP = "http"
+
+// maxKeepRecent is the schemas' keep_recent maximum.
+const maxKeepRecent = 200
+
+// messagesRequest is the body of POST /v1/sessions/{session_id}/messages.
+type messagesRequest struct {
+	AgentID              string      `json:"agent_id"`
+	Messages             []messageIn `json:"messages"`
+	CommitTokenThreshold *int        `json:"commit_token_threshold"`
+	KeepRecent           *int        `json:"keep_recent"`
+}
+
+// messageIn is one posted message: content is a string or an array of parts.
+type messageIn struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
+	ExternalID string          `json:"external_id"`
+	CreatedAt  *time.Time      `json:"created_at"`
+}
+
+// messagesResponse answers 202.
+type messagesResponse struct {
+	SessionID string `json:"session_id"`
+	EventID   string `json:"event_id"`
+	Accepted  int    `json:"accepted"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+// postMessages publishes the posted messages as one TurnEvent (SPEC §2 "Turn in", §11). The
+// answer is 202 once JetStream has stored it; ingest follows.
+func (s *Service) postMessages(w http.ResponseWriter, r *http.Request, id identity) {
+	ev, aerr := s.turnEvent(w, r, id)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		writeError(w, &apiError{Status: http.StatusInternalServerError, Code: codeInternal, Message: "encode turn event"})
+		return
+	}
+	if limit := s.deps.NC.MaxPayload(); limit > 0 && int64(len(data)) > limit {
+		writeError(w, tooLarge(fmt.Sprintf("the turn is %d bytes encoded, over the bus limit of %d; send fewer messages per request", len(data), limit)))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RPCTimeout)
+	defer cancel()
+	subject := s.deps.Names.Turns(id.Account, ev.SessionID)
+	ack, err := bus.Publish(ctx, s.deps.JS, subject, ev.EventID, data, nil)
+	if err != nil {
+		if errors.Is(err, nats.ErrMaxPayload) {
+			writeError(w, tooLarge("the turn is over the bus payload limit; send fewer messages per request"))
+			return
+		}
+		s.log.Warn("publish turn failed", "account", id.Account, "event_id", ev.EventID, "error", err.Error())
+		writeError(w, unavailable("the turn could not be stored in JetStream (stream full or JetStream unavailable); retry with the same Idempotency-Key"))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, messagesResponse{SessionID: ev.SessionID, EventID: ev.EventID,
+		Accepted: len(ev.Messages), Duplicate: ack.Duplicate})
+}
+
+// turnEvent reads, checks and normalises the request into the TurnEvent to publish.
+func (s *Service) turnEvent(w http.ResponseWriter, r *http.Request, id identity) (*contract.TurnEvent, *apiError) {
+	session, aerr := sessionID(r)
+	if aerr != nil {
+		return nil, aerr
+	}
+	idemKey, aerr := idempotencyKey(r)
+	if aerr != nil {
+		return nil, aerr
+	}
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		return nil, aerr
+	}
+	var req messagesRequest
+	if aerr := decodeJSON(body, &req, false); aerr != nil {
+		return nil, aerr
+	}
+	if len(req.Messages) > s.cfg.MaxMessagesPerRequest {
+		return nil, tooLarge(fmt.Sprintf("%d messages, over the limit of %d per request", len(req.Messages), s.cfg.MaxMessagesPerRequest))
+	}
+	agent := req.AgentID
+	if agent == "" {
+		agent = defaultAgentID
+	}
+	if aerr := checkAgentID(agent); aerr != nil {
+		return nil, aerr
+	}
+	if req.KeepRecent != nil && (*req.KeepRecent < 0 || *req.KeepRecent > maxKeepRecent) {
+		return nil, badRequest(fmt.Sprintf("keep_recent must be 0–%d", maxKeepRecent))
+	}
+
+	// The base of derived message ids: the idempotency key, else the body's hash, so a retried
+	// request yields the same ids and ingest stores each message once.
+	base := "body\x1f" + sha256Hex(body)
+	if idemKey != "" {
+		base = "key\x1f" + idemKey
+	}
+	now := s.deps.Now().UTC()
+	msgs := make([]contract.Message, 0, len(req.Messages))
+	ids := make([]string, 0, len(req.Messages)+2)
+	ids = append(ids, id.Account, session)
+	for i, in := range req.Messages {
+		m, aerr := normaliseMessage(in, i, base, now)
+		if aerr != nil {
+			return nil, aerr
+		}
+		msgs = append(msgs, m)
+		ids = append(ids, m.MessageID)
+	}
+
+	eventID := bus.MsgID(ids...)
+	if idemKey != "" {
+		eventID = eventIDForKey(id.Account, session, idemKey)
+	}
+	ev := &contract.TurnEvent{
+		V:         contract.Version,
+		EventID:   eventID,
+		AccountID: id.Account,
+		UserID:    id.User,
+		AgentID:   agent,
+		SessionID: session,
+		Source:    sourceHTTP,
+		Turn:      contract.TurnInfo{CommitTokenThreshold: clampThreshold(req.CommitTokenThreshold), KeepRecent: req.KeepRecent},
+		Messages:  msgs,
+		SentAt:    now,
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, badRequest(err.Error())
+	}
+	return ev, nil
+}
+
+// eventIDForKey is the event id of a request carrying an Idempotency-Key: derived from the key
+// within (account, session), so a retry gets the same id while two tenants that happen to use
+// the same key never deduplicate each other's turns in the shared TURNS stream.
+func eventIDForKey(account, session, key string) string {
+	return "http-" + bus.MsgID("http-idempotency-key", account, session, key)
+}
+
+// normaliseMessage turns one posted message into a contract.Message: string content becomes
+// one text part, position is the index, created_at defaults to now (UTC), message_id is
+// external_id or derived from base and the position.
+func normaliseMessage(in messageIn, pos int, base string, now time.Time) (contract.Message, *apiError) {
+	where := fmt.Sprintf("messages[%d]", pos)
+	switch in.Role {
+	case contract.RoleUser, contract.RoleAssistant, contract.RoleTool:
+	default:
+		return contract.Message{}, badRequest(fmt.Sprintf("%s: role must be user, assistant or tool, got %q", where, in.Role))
+	}
+	parts, aerr := parseContent(in.Content, where)
+	if aerr != nil {
+		return contract.Message{}, aerr
+	}
+	m := contract.Message{MessageID: in.ExternalID, Position: pos, Role: in.Role, Parts: parts, Name: in.Name, CreatedAt: now}
+	if size := messageSize(m); size > contract.MaxMessageBytes {
+		return contract.Message{}, tooLarge(fmt.Sprintf("%s is %d bytes, over the %d-byte limit of one message", where, size, contract.MaxMessageBytes))
+	}
+	if len(in.ExternalID) > maxIdempotencyKeyLen {
+		return contract.Message{}, badRequest(fmt.Sprintf("%s: external_id must be at most %d bytes", where, maxIdempotencyKeyLen))
+	}
+	if len(in.Name) > maxUserIDLen {
+		return contract.Message{}, badRequest(fmt.Sprintf("%s: name must be at most %d bytes", where, maxUserIDLen))
+	}
+	if m.MessageID == "" {
+		m.MessageID = bus.MsgID("http-message", base, strconv.Itoa(pos))
+	}
+	if in.CreatedAt != nil && !in.CreatedAt.IsZero() {
+		m.CreatedAt = in.CreatedAt.UTC()
+	}
+	return m, nil
+}
+
+// parseContent accepts a string (one text part) or an array of parts.
+func parseContent(raw json.RawMessage, where string) ([]contract.Part, *apiError) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+		return nil, badRequest(where + ": content is required")
+	case raw[0] == '"':
+		var text string
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return nil, badRequest(where + ": content: " + err.Error())
+		}
+		if text == "" {
+			return nil, badRequest(where + ": content must not be empty")
+		}
+		return []contract.Part{{Type: contract.PartText, Text: text}}, nil
+	case raw[0] == '[':
+		var parts []contract.Part
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return nil, badRequest(where + ": content parts: " + err.Error())
+		}
+		for j, p := range parts {
+			if p.Type == contract.PartText && p.Text == "" {
+				return nil, badRequest(fmt.Sprintf("%s: parts[%d]: text must not be empty", where, j))
+			}
+		}
+		return parts, nil
+	default:
+		return nil, badRequest(where + ": content must be a string or an array of parts")
+	}
+}
+
+// messageSize counts a message's text the way contract validation does (SPEC §2: one
+// message ≤ 256 KiB).
+func messageSize(m contract.Message) int {
+	size := 0
+	for _, p := range m.Parts {
+		size += len(p.Text) + len(p.Caption) + len(p.URL) + len(p.ID) + len(p.Name) +
+			len(p.Arguments) + len(p.ToolCallID) + len(p.Output)
+	}
+	return size
+}
+
+// clampThreshold clamps a requested commit threshold to 2000–200000 (SPEC §2).
+func clampThreshold(v *int) *int {
+	if v == nil {
+		return nil
+	}
+	c := min(max(*v, contract.MinCommitTokenThreshold), contract.MaxCommitTokenThreshold)
+	return &c
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}

@@ -1,0 +1,235 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/contract"
+)
+
+// RPC ops the gateway calls (served by recall and extract on <p>.rpc.<account>.<op>).
+const (
+	opSessionGet     = "session.get"
+	opCommit         = "commit"
+	opContext        = "context"
+	opRecall         = "recall"
+	opMemoriesList   = "memories.list"
+	opMemoriesGet    = "memories.get"
+	opMemoriesForget = "memories.forget"
+)
+
+// commitRPCSlack is added to a synchronous commit's own timeout for the RPC deadline, so the
+// commit can answer "timeout" itself before the gateway gives up on it.
+const commitRPCSlack = 5 * time.Second
+
+// call runs one RPC for the caller's account: the subject's account is always id.Account.
+func (s *Service) call(ctx context.Context, id identity, op string, timeout time.Duration, req, resp any) *apiError {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := bus.Call(ctx, s.deps.NC, s.deps.Names.RPC(id.Account, op), req, resp); err != nil {
+		aerr := rpcError(op, err)
+		if aerr.Status >= 500 {
+			s.log.Warn("rpc failed", "op", op, "account", id.Account, "error", err.Error())
+		}
+		return aerr
+	}
+	return nil
+}
+
+// getSession answers GET /v1/sessions/{session_id} (RPC session.get).
+func (s *Service) getSession(w http.ResponseWriter, r *http.Request, id identity) {
+	session, aerr := sessionID(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var meta contract.SessionMeta
+	req := contract.SessionMetaRequest{V: contract.Version, UserID: id.User, SessionID: session}
+	if aerr := s.call(r.Context(), id, opSessionGet, s.cfg.RPCTimeout, req, &meta); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, meta)
+}
+
+// commitRequest is the body of POST /v1/sessions/{session_id}/commit.
+type commitRequest struct {
+	Wait       *bool  `json:"wait"` // default true
+	KeepRecent *int   `json:"keep_recent"`
+	TimeoutMS  *int   `json:"timeout_ms"`
+	AgentID    string `json:"agent_id"`
+}
+
+// postCommit answers POST /v1/sessions/{session_id}/commit with the CommitResult (RPC commit).
+// The request id is derived from the Idempotency-Key (so a retry is the same commit), else
+// fresh.
+func (s *Service) postCommit(w http.ResponseWriter, r *http.Request, id identity) {
+	session, aerr := sessionID(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	idemKey, aerr := idempotencyKey(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var in commitRequest
+	if aerr := decodeJSON(body, &in, true); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if in.AgentID == "" {
+		in.AgentID = r.URL.Query().Get("agent_id")
+	}
+	if aerr := checkAgentID(in.AgentID); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if in.KeepRecent != nil && (*in.KeepRecent < 0 || *in.KeepRecent > maxKeepRecent) {
+		writeError(w, badRequest("keep_recent must be 0–200"))
+		return
+	}
+	wait := in.Wait == nil || *in.Wait
+	timeout := s.cfg.CommitTimeout
+	if in.TimeoutMS != nil {
+		if *in.TimeoutMS <= 0 {
+			writeError(w, badRequest("timeout_ms must be > 0"))
+			return
+		}
+		timeout = time.Duration(*in.TimeoutMS) * time.Millisecond
+	}
+	requestID := randomID()
+	if idemKey != "" {
+		requestID = "http-" + bus.MsgID("http-commit", id.Account, session, idemKey)
+	}
+	req := contract.CommitRPCRequest{
+		V:          contract.Version,
+		RequestID:  requestID,
+		UserID:     id.User,
+		AgentID:    in.AgentID,
+		SessionID:  session,
+		Kind:       contract.CommitSync,
+		Wait:       wait,
+		KeepRecent: in.KeepRecent,
+		TimeoutMS:  int(timeout / time.Millisecond),
+	}
+	rpcTimeout := s.cfg.RPCTimeout
+	if wait {
+		rpcTimeout = timeout + commitRPCSlack
+	}
+	var res contract.CommitResult
+	if aerr := s.call(r.Context(), id, opCommit, rpcTimeout, req, &res); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// getContext answers GET /v1/sessions/{session_id}/context?token_budget=N (RPC context).
+// An absent token_budget is 0: the service's default.
+func (s *Service) getContext(w http.ResponseWriter, r *http.Request, id identity) {
+	session, aerr := sessionID(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	budget, aerr := queryInt(r, "token_budget")
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	agent := r.URL.Query().Get("agent_id")
+	if aerr := checkAgentID(agent); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	req := contract.ContextRequest{V: contract.Version, UserID: id.User, AgentID: agent, SessionID: session, TokenBudget: budget}
+	var resp contract.ContextResponse
+	if aerr := s.call(r.Context(), id, opContext, s.cfg.RPCTimeout, req, &resp); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// postRecall answers POST /v1/recall (RPC recall). The user is the caller's, whatever the
+// body says.
+func (s *Service) postRecall(w http.ResponseWriter, r *http.Request, id identity) {
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var req contract.RecallRequest
+	if aerr := decodeJSON(body, &req, false); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if aerr := checkAgentID(req.AgentID); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	req.V = contract.Version
+	req.UserID = id.User
+	var resp contract.RecallResponse
+	if aerr := s.call(r.Context(), id, opRecall, s.cfg.RPCTimeout, req, &resp); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// listMemories answers GET /v1/memories?scope=&category=&agent_id=&limit= (RPC memories.list).
+func (s *Service) listMemories(w http.ResponseWriter, r *http.Request, id identity) {
+	limit, aerr := queryInt(r, "limit")
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	q := r.URL.Query()
+	if aerr := checkAgentID(q.Get("agent_id")); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	req := contract.MemoriesListRequest{V: contract.Version, UserID: id.User, AgentID: q.Get("agent_id"),
+		Scope: q.Get("scope"), Category: q.Get("category"), Limit: limit}
+	var resp contract.MemoriesListResponse
+	if aerr := s.call(r.Context(), id, opMemoriesList, s.cfg.RPCTimeout, req, &resp); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if resp.Items == nil {
+		resp.Items = []contract.RecallItem{}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// getMemory answers GET /v1/memories/{id} (RPC memories.get): a missing or foreign id is 404.
+func (s *Service) getMemory(w http.ResponseWriter, r *http.Request, id identity) {
+	req := contract.MemoryGetRequest{V: contract.Version, UserID: id.User, MemoryID: r.PathValue("id")}
+	var item contract.RecallItem
+	if aerr := s.call(r.Context(), id, opMemoriesGet, s.cfg.RPCTimeout, req, &item); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, item)
+}
+
+// forgetMemory answers DELETE /v1/memories/{id} (RPC memories.forget) with 204 No Content; a
+// missing or foreign id is 404.
+func (s *Service) forgetMemory(w http.ResponseWriter, r *http.Request, id identity) {
+	req := contract.MemoryGetRequest{V: contract.Version, UserID: id.User, MemoryID: r.PathValue("id")}
+	if aerr := s.call(r.Context(), id, opMemoriesForget, s.cfg.RPCTimeout, req, nil); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

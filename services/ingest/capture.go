@@ -1,0 +1,99 @@
+package ingest
+
+import (
+	"encoding/json"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/tokens"
+)
+
+// injectedBlocks are blocks a host or membus itself put into a prompt; they are stripped so
+// recalled text is never captured again.
+var injectedBlocks = []*regexp.Regexp{
+	regexp.MustCompile(`(?s)<relevant-memories>.*?</relevant-memories>`),
+	regexp.MustCompile(`(?s)<membus-context>.*?</membus-context>`),
+	regexp.MustCompile(`(?s)\[Session History Summary\].*?\[/Session History Summary\]`),
+}
+
+// secretPatterns redact credentials before anything is stored (SPEC §6 "Capture").
+var secretPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----`),
+	regexp.MustCompile(`\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b`),
+	regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`),
+	regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}\b`),
+	regexp.MustCompile(`\bxox[baprs]-[A-Za-z0-9-]{10,}\b`),
+	regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b`),
+	regexp.MustCompile(`(?i)\b(password|passwd|pwd|secret|api[_-]?key|token)\s*[:=]\s*\S+`),
+}
+
+// Capture renders a message into what is stored: its capture text with injected blocks
+// stripped and secrets redacted, its parts (redacted too) and its token count. A message with
+// nothing left to store is dropped (ok false).
+func Capture(m contract.Message) (store.Message, bool) {
+	parts := make([]contract.Part, 0, len(m.Parts))
+	for _, p := range m.Parts {
+		p.Text = clean(p.Text)
+		p.Caption = redact(p.Caption)
+		p.Arguments = redact(p.Arguments)
+		p.Output = redact(p.Output)
+		if p.Type == contract.PartText && strings.TrimSpace(p.Text) == "" {
+			continue
+		}
+		parts = append(parts, p)
+	}
+	cm := m
+	cm.Parts = parts
+	text := strings.TrimSpace(cm.Text())
+	if text == "" {
+		return store.Message{}, false
+	}
+	pj, _ := json.Marshal(parts)
+	return store.Message{
+		MessageID: m.MessageID, Position: m.Position, Role: m.Role, Name: m.Name,
+		Content: text, Parts: pj, Tokens: tokens.Count(text), CreatedAt: m.CreatedAt.UTC(),
+	}, true
+}
+
+func clean(s string) string {
+	for _, re := range injectedBlocks {
+		s = re.ReplaceAllString(s, "")
+	}
+	return redact(s)
+}
+
+func redact(s string) string {
+	for _, re := range secretPatterns {
+		s = re.ReplaceAllStringFunc(s, func(match string) string {
+			if i := strings.IndexAny(match, ":="); i > 0 && i < 20 && !strings.HasPrefix(match, "-----") {
+				return match[:i+1] + " [REDACTED]"
+			}
+			return "[REDACTED]"
+		})
+	}
+	return s
+}
+
+// afterPrePrompt keeps the messages after the host's pre-prompt count (positions are indices
+// within the host's transcript snapshot).
+func afterPrePrompt(msgs []contract.Message, n int) []contract.Message {
+	var out []contract.Message
+	for _, m := range msgs {
+		if m.Position >= n {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func bypassed(session string, patterns []string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, session); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,13 @@
+package ingest
+
+import "github.com/membus/membus/pkg/runtime"
+
+// FromEnv builds the service from a process environment (`membus up` and `membus ingest`).
+func FromEnv(env *runtime.Env) (*Service, error) {
+	cfg := Defaults()
+	cfg.CommitTokenThreshold = env.Config.CommitTokenThreshold
+	return New(cfg, Deps{
+		JS: env.JS, Names: env.Names, Store: env.Store, Metrics: env.Metrics("ingest"),
+		Logger: env.Logger.With("service", "ingest"), KickOutbox: env.Relay.Kick, Probes: env.Probes()[1:],
+	})
+}

@@ -1,0 +1,192 @@
+// Package ingest turns TurnEvents from <p>.turns.> into durable session history: it validates
+// and normalises each event, stores a fetched batch in one SQL transaction (dedup, seq, pending
+// tokens, commit trigger into the outbox) and only then lets the runner ack.
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/metrics"
+	"github.com/membus/membus/pkg/store"
+)
+
+// Config of the ingest service.
+type Config struct {
+	CommitTokenThreshold  int      // default 20000 (SPEC §6)
+	Batch                 int      // messages per fetch, default 64
+	MaxFailures           int      // default 5
+	BypassSessionPatterns []string // glob patterns of session ids never captured
+}
+
+// Defaults returns the defaults of SPEC §6.
+func Defaults() Config { return Config{CommitTokenThreshold: 20000, Batch: 64, MaxFailures: 5} }
+
+// Validate names the bad key.
+func (c Config) Validate() error {
+	if c.CommitTokenThreshold < contract.MinCommitTokenThreshold || c.CommitTokenThreshold > contract.MaxCommitTokenThreshold {
+		return fmt.Errorf("commit_token_threshold: must be %d–%d, got %d", contract.MinCommitTokenThreshold, contract.MaxCommitTokenThreshold, c.CommitTokenThreshold)
+	}
+	return nil
+}
+
+// Deps are what ingest needs.
+type Deps struct {
+	JS      jetstream.JetStream
+	Names   bus.Names
+	Store   *store.Store
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+	// KickOutbox wakes the outbox relay after a batch queued a commit request (optional).
+	KickOutbox func()
+	// Probes of the dependencies besides SQL (Redis), for outage detection.
+	Probes []bus.Probe
+}
+
+// Service is the ingest service.
+type Service struct {
+	cfg    Config
+	deps   Deps
+	runner *bus.Runner
+	log    *slog.Logger
+
+	stored, duplicates, skipped, commits func(float64)
+	batchLatency                         func(float64)
+}
+
+// New builds the service and its durable consumer.
+func New(cfg Config, deps Deps) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.JS == nil || deps.Store == nil || deps.Metrics == nil {
+		return nil, errors.New("ingest: JS, Store and Metrics are required")
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	s := &Service{cfg: cfg, deps: deps, log: deps.Logger}
+	m := deps.Metrics
+	s.stored = m.Counter("ingest_messages_stored_total", "Messages stored.").Add
+	s.duplicates = m.Counter("ingest_messages_duplicate_total", "Duplicate messages acked without storing.").Add
+	s.skipped = m.Counter("ingest_events_skipped_total", "Events skipped (heartbeats, bypassed sessions, erased).").Add
+	s.commits = m.Counter("ingest_commit_requests_total", "Commit requests queued by the threshold.").Add
+	s.batchLatency = m.Histogram("ingest_batch_seconds", "Time to store one fetched batch.").Observe
+	outcomes := m.CounterVec("ingest_outcomes_total", "Runner outcomes per message.", "outcome")
+	probes := append([]bus.Probe{{Name: "sql", Check: deps.Store.Ping}}, deps.Probes...)
+	r, err := bus.NewRunner(deps.JS, deps.Names, bus.RunnerConfig{
+		Service: "ingest", Stream: bus.StreamTurns, Batch: cfg.Batch, MaxFailures: cfg.MaxFailures,
+		Probes: probes, Logger: deps.Logger, BatchHandler: s.handleBatch,
+		OnOutcome: func(o string) { outcomes.WithLabelValues(o).Inc() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ingest consumer: %w", err)
+	}
+	s.runner = r
+	return s, nil
+}
+
+// Run consumes until ctx is done, then drains.
+func (s *Service) Run(ctx context.Context) error { return s.runner.Run(ctx) }
+
+// handleBatch decodes every message, rejects the bad ones permanently (the rest of the batch
+// still lands) and stores the good ones in one transaction.
+func (s *Service) handleBatch(ctx context.Context, msgs []*bus.Msg) []error {
+	start := time.Now()
+	errs := make([]error, len(msgs))
+	var turns []store.Turn
+	var idx []int
+	for i, m := range msgs {
+		t, skip, err := s.decode(m)
+		switch {
+		case err != nil:
+			errs[i] = bus.Permanent(err)
+		case skip:
+			s.skipped(1)
+		default:
+			turns = append(turns, t)
+			idx = append(idx, i)
+		}
+	}
+	if len(turns) == 0 {
+		return errs
+	}
+	res, err := s.deps.Store.ApplyTurns(ctx, s.deps.Names, s.cfg.CommitTokenThreshold, turns)
+	if err != nil {
+		for _, i := range idx {
+			errs[i] = fmt.Errorf("store batch: %w", err)
+		}
+		return errs
+	}
+	kicked := false
+	for _, r := range res {
+		s.stored(float64(r.Stored))
+		s.duplicates(float64(r.Duplicates))
+		if r.Tombstoned {
+			s.skipped(1)
+		}
+		if r.Commit != nil {
+			s.commits(1)
+			kicked = true
+		}
+	}
+	if kicked && s.deps.KickOutbox != nil {
+		s.deps.KickOutbox()
+	}
+	s.batchLatency(time.Since(start).Seconds())
+	return errs
+}
+
+// decode validates one TurnEvent against its subject and turns it into a store.Turn.
+func (s *Service) decode(m *bus.Msg) (store.Turn, bool, error) {
+	var ev contract.TurnEvent
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		return store.Turn{}, false, fmt.Errorf("decode turn event: %w", err)
+	}
+	if err := ev.Validate(); err != nil {
+		return store.Turn{}, false, err
+	}
+	if ev.AccountID != m.Account {
+		return store.Turn{}, false, fmt.Errorf("account_id %q disagrees with the subject's account %q", ev.AccountID, m.Account)
+	}
+	if bus.SessionToken(ev.SessionID) != m.SessionToken {
+		return store.Turn{}, false, fmt.Errorf("session_id %q disagrees with the subject's session token %q", ev.SessionID, m.SessionToken)
+	}
+	if ev.Turn.IsHeartbeat || bypassed(ev.SessionID, s.cfg.BypassSessionPatterns) {
+		return store.Turn{}, true, nil
+	}
+	t := store.Turn{
+		AccountID: ev.AccountID, UserID: ev.UserID, AgentID: ev.AgentID, SessionID: ev.SessionID,
+		SessionKey: ev.SessionKey, EventID: ev.EventID, StreamSeq: m.StreamSeq, KeepRecent: ev.Turn.KeepRecent,
+	}
+	if th := ev.Turn.CommitTokenThreshold; th != nil {
+		t.Threshold = clamp(*th, contract.MinCommitTokenThreshold, contract.MaxCommitTokenThreshold)
+	}
+	msgs := ev.Messages
+	if n := ev.Turn.PrePromptMessageCount; n != nil && *n > 0 {
+		msgs = afterPrePrompt(msgs, *n)
+	}
+	for _, cm := range msgs {
+		sm, ok := Capture(cm)
+		if !ok {
+			continue
+		}
+		t.Messages = append(t.Messages, sm)
+	}
+	if len(t.Messages) == 0 {
+		return store.Turn{}, true, nil
+	}
+	return t, false, nil
+}
+
+func clamp(v, lo, hi int) int {
+	return max(lo, min(v, hi))
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/pkg/runtime"
+	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/services/extract"
+	"github.com/membus/membus/services/gateway"
+	"github.com/membus/membus/services/ingest"
+	"github.com/membus/membus/services/recall"
+	"github.com/membus/membus/services/summarizer"
+)
+
+// up runs every service in one process with embedded defaults. Ctrl-C (SIGINT) or SIGTERM
+// drains: in-flight batches finish and are acked, then the server shuts down.
+func up(args []string, stdout, stderr io.Writer) int {
+	start := time.Now()
+	cfg, err := runtime.LoadConfig("membus up", args, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "membus up: %v\n", err)
+		return 2
+	}
+	logger := config.NewLogger(stderr, cfg.LogLevel, "", cfg.InstanceID)
+	ctx, stop := runtime.SignalContext()
+	defer stop()
+	env, err := runtime.Open(ctx, cfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "membus up: %v\n", err)
+		return 1
+	}
+	defer env.Close()
+
+	services, err := buildAll(env)
+	if err != nil {
+		fmt.Fprintf(stderr, "membus up: %v\n", err)
+		return 1
+	}
+	if !cfg.InsecureNoAuth {
+		if err := devKey(ctx, env, stdout); err != nil {
+			fmt.Fprintf(stderr, "membus up: create the dev API key: %v\n", err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stdout, "membus is up in %d ms (pid %d)\n", time.Since(start).Milliseconds(), os.Getpid())
+	fmt.Fprintf(stdout, "  HTTP API:  http://%s\n", cfg.HTTPAddr)
+	fmt.Fprintf(stdout, "  plugin:    MEMBUS_NATS_URL=%s MEMBUS_NATS_TOKEN=%s\n", env.NATSURL, env.Config.NATSToken)
+	fmt.Fprintf(stdout, "  data dir:  %s\n", cfg.DataDir)
+	if f, ok := stdout.(*os.File); ok {
+		f.Sync()
+	}
+	if err := env.RunAll(ctx, services...); err != nil {
+		logger.Error("membus stopped with an error", "err", err)
+		return 1
+	}
+	logger.Info("membus stopped cleanly")
+	return 0
+}
+
+// buildAll builds every service on one environment: the same constructors the single-service
+// commands use.
+func buildAll(env *runtime.Env) ([]runtime.Runnable, error) {
+	var out []runtime.Runnable
+	for _, build := range []func(*runtime.Env) (runtime.Runnable, error){
+		func(e *runtime.Env) (runtime.Runnable, error) { return ingest.FromEnv(e) },
+		func(e *runtime.Env) (runtime.Runnable, error) { return extract.FromEnv(e) },
+		func(e *runtime.Env) (runtime.Runnable, error) { return recall.FromEnv(e) },
+		func(e *runtime.Env) (runtime.Runnable, error) { return summarizer.FromEnv(e) },
+		func(e *runtime.Env) (runtime.Runnable, error) { return gateway.FromEnv(e) },
+	} {
+		s, err := build(env)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// devKey creates a key for account "default", user "default" at first start and prints it
+// once; later starts say where it went.
+func devKey(ctx context.Context, env *runtime.Env, stdout io.Writer) error {
+	n, err := env.Store.CountKeys(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	key, _, err := env.Store.CreateKey(ctx, "default", "default", store.RoleUser, "dev key (membus up)")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "  dev API key (account default, user default; shown once): %s\n", key)
+	return nil
+}
+
+func service(name string, args []string) int {
+	return runtime.Main(name, args, func(env *runtime.Env) (runtime.Runnable, error) {
+		switch name {
+		case "ingest":
+			return ingest.FromEnv(env)
+		case "extract":
+			return extract.FromEnv(env)
+		case "recall":
+			return recall.FromEnv(env)
+		case "summarizer":
+			return summarizer.FromEnv(env)
+		default:
+			return gateway.FromEnv(env)
+		}
+	})
+}

@@ -1,0 +1,90 @@
+package recall
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/store"
+)
+
+func item(m store.Memory) contract.RecallItem {
+	kind := contract.KindMemory
+	if m.Category == "digest" {
+		kind = contract.KindDigest
+	}
+	return contract.RecallItem{
+		ID: m.ID, Kind: kind, Scope: m.Scope, Category: m.Category, Text: m.Text,
+		Sources: m.SourceIDs(), CreatedAt: m.CreatedAt, EventTime: m.EventTime,
+	}
+}
+
+// ListMemories lists a user's active memories.
+func (s *Service) ListMemories(ctx context.Context, account string, req contract.MemoriesListRequest) (contract.MemoriesListResponse, error) {
+	resp := contract.MemoriesListResponse{V: contract.Version, Items: []contract.RecallItem{}}
+	if req.UserID == "" {
+		return resp, fmt.Errorf("%w: user_id is required", errBadRequest)
+	}
+	limit := req.Limit
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	ms, err := s.d.Store.Memories(ctx, store.MemoryFilter{AccountID: account, UserID: req.UserID, AgentID: req.AgentID,
+		Scope: req.Scope, Category: req.Category, ActiveOnly: true, Limit: limit})
+	if err != nil {
+		return resp, err
+	}
+	for _, m := range ms {
+		resp.Items = append(resp.Items, item(m))
+	}
+	return resp, nil
+}
+
+// GetMemory returns one memory of the user; a foreign id is not found.
+func (s *Service) GetMemory(ctx context.Context, account string, req contract.MemoryGetRequest) (contract.RecallItem, error) {
+	m, err := s.d.Store.GetMemory(ctx, account, req.UserID, req.MemoryID)
+	if err != nil {
+		return contract.RecallItem{}, err
+	}
+	return item(m), nil
+}
+
+// ForgetMemory deletes one memory of the user (SQL first, with its memory_deleted event; then
+// the index).
+func (s *Service) ForgetMemory(ctx context.Context, account string, req contract.MemoryGetRequest) (contract.MemoriesListResponse, error) {
+	m, err := s.d.Store.GetMemory(ctx, account, req.UserID, req.MemoryID)
+	if err != nil {
+		return contract.MemoriesListResponse{}, err
+	}
+	ev := contract.Event{V: contract.Version, EventID: "evt-memory_deleted-" + bus.MsgID(m.ID)[:32], Kind: contract.EventMemoryDeleted,
+		AccountID: account, UserID: m.UserID, AgentID: m.AgentID, SessionID: "", MemoryID: m.ID, Category: m.Category, At: s.d.Now().UTC()}
+	b, _ := json.Marshal(ev)
+	entry := store.OutboxEntry{ID: ev.EventID, Subject: s.d.Names.Event(ev.Kind, account, "_"), Payload: b}
+	if err := s.d.Store.DeleteMemory(ctx, account, req.UserID, m.ID, []store.OutboxEntry{entry}); err != nil {
+		return contract.MemoriesListResponse{}, err
+	}
+	s.d.KickOutbox()
+	if err := s.d.Vectors.Delete(ctx, account, req.UserID, []string{m.ID}); err != nil {
+		s.log.Warn("forget: vector delete failed; the row is gone from SQL so recall filters it out", "id", m.ID, "err", err)
+	}
+	return contract.MemoriesListResponse{V: contract.Version, Items: []contract.RecallItem{item(m)}}, nil
+}
+
+// SessionMeta answers GET /v1/sessions/{id}.
+func (s *Service) SessionMeta(ctx context.Context, account string, req contract.SessionMetaRequest) (contract.SessionMeta, error) {
+	sess, err := s.d.Store.GetSession(ctx, account, req.SessionID)
+	if err != nil {
+		return contract.SessionMeta{}, err
+	}
+	if req.UserID != "" && sess.UserID != req.UserID {
+		return contract.SessionMeta{}, store.ErrNotFound
+	}
+	counts, err := s.d.Store.SessionMemoryCounts(ctx, account, req.SessionID)
+	if err != nil {
+		return contract.SessionMeta{}, err
+	}
+	return contract.SessionMeta{V: contract.Version, SessionID: sess.SessionID, MessageCount: int(sess.MessageCount),
+		PendingTokens: int(sess.PendingTokens), CommitCount: int(sess.CommitCount), Memories: counts}, nil
+}

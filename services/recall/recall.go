@@ -1,0 +1,147 @@
+// Package recall answers the two questions OpenClaw asks before every model call — which
+// long-term memories are relevant now, and which history fits the context window — as
+// request-reply endpoints on <p>.rpc.<account>.<op> (nats micro, queue group, any replicas).
+// The account always comes from the subject.
+package recall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/embed"
+	"github.com/membus/membus/pkg/metrics"
+	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/vector"
+)
+
+// Config of the recall service (SPEC §6 defaults).
+type Config struct {
+	Limit             int     // default 6
+	ScoreThreshold    float64 // default 0.15
+	MaxInjectedChars  int     // default 4000
+	CandidatesPerSide int     // default 24
+	MaxItemChars      int     // default 1000
+	UserShare         float64 // default 0.6 of the budget when the agent scope has candidates
+}
+
+// Defaults returns SPEC §6's defaults.
+func Defaults() Config {
+	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: 24, MaxItemChars: 1000, UserShare: 0.6}
+}
+
+// Validate names the bad key.
+func (c Config) Validate() error {
+	switch {
+	case c.Limit <= 0:
+		return fmt.Errorf("recall limit: must be positive")
+	case c.MaxInjectedChars <= 0:
+		return fmt.Errorf("max_injected_chars: must be positive")
+	case c.CandidatesPerSide <= 0:
+		return fmt.Errorf("candidates_per_side: must be positive")
+	}
+	return nil
+}
+
+// Deps are what recall needs.
+type Deps struct {
+	NC         *nats.Conn
+	Names      bus.Names
+	Store      *store.Store
+	Embedder   embed.Embedder
+	Vectors    vector.Store
+	Metrics    *metrics.Metrics
+	Logger     *slog.Logger
+	KickOutbox func()
+	Now        func() time.Time
+}
+
+// Service is the recall service.
+type Service struct {
+	cfg Config
+	d   Deps
+	log *slog.Logger
+
+	latency  func(float64)
+	degraded func(float64)
+}
+
+// New builds the service.
+func New(cfg Config, d Deps) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.NC == nil || d.Store == nil || d.Embedder == nil || d.Vectors == nil || d.Metrics == nil {
+		return nil, errors.New("recall: NC, Store, Embedder, Vectors and Metrics are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.KickOutbox == nil {
+		d.KickOutbox = func() {}
+	}
+	s := &Service{cfg: cfg, d: d, log: d.Logger}
+	s.latency = d.Metrics.Histogram("recall_seconds", "Time to answer one recall.").Observe
+	s.degraded = d.Metrics.Counter("recall_degraded_total", "Recalls answered degraded (vector store unavailable).").Add
+	return s, nil
+}
+
+// Run serves the endpoints until ctx is done.
+func (s *Service) Run(ctx context.Context) error {
+	rpc, err := bus.NewRPCServer(s.d.NC, s.d.Names, "recall", "1.0.0")
+	if err != nil {
+		return err
+	}
+	defer rpc.Stop()
+	for op, h := range map[string]bus.RPCHandler{
+		"recall":          jsonHandler(s.Recall),
+		"context":         jsonHandler(s.Context),
+		"memories.list":   jsonHandler(s.ListMemories),
+		"memories.get":    jsonHandler(s.GetMemory),
+		"memories.forget": jsonHandler(s.ForgetMemory),
+		"session.get":     jsonHandler(s.SessionMeta),
+	} {
+		if err := rpc.Handle(op, h); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// errBadRequest marks a request the caller must fix.
+var errBadRequest = errors.New("bad request")
+
+// jsonHandler adapts a typed handler to an RPC endpoint.
+func jsonHandler[Req, Resp any](fn func(ctx context.Context, account string, req Req) (Resp, error)) bus.RPCHandler {
+	return func(ctx context.Context, account string, r micro.Request) {
+		var req Req
+		if err := json.Unmarshal(r.Data(), &req); err != nil {
+			_ = bus.RespondError(r, bus.CodeBadRequest, fmt.Errorf("decode request: %w", err))
+			return
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		resp, err := fn(ctx, account, req)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			_ = bus.RespondError(r, bus.CodeNotFound, err)
+		case errors.Is(err, errBadRequest):
+			_ = bus.RespondError(r, bus.CodeBadRequest, err)
+		case err != nil:
+			_ = bus.RespondError(r, bus.CodeInternal, err)
+		default:
+			_ = bus.RespondJSON(r, resp)
+		}
+	}
+}
