@@ -89,7 +89,9 @@ func (s *Service) advance(ctx context.Context, epoch int64, a store.Archive) err
 		if err := s.extract(ctx, epoch, cur); err != nil {
 			return fmt.Errorf("extract: %w", err)
 		}
-		cur.State = store.StateExtracted
+		if cur, err = s.d.Store.GetArchive(ctx, a.AccountID, a.ID); err != nil {
+			return err
+		}
 	}
 	if cur.State == store.StateExtracted {
 		if err := s.index(ctx, epoch, cur); err != nil {

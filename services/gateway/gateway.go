@@ -44,6 +44,9 @@ type Deps struct {
 	Logger  *slog.Logger     // nil: discard
 	Ready   []bus.Probe      // readiness checks besides the NATS connection
 	Now     func() time.Time // nil: time.Now
+	// MetricsHandler serves /metrics; nil: Metrics' own registry. `membus up` passes one that
+	// serves every service of the process.
+	MetricsHandler http.Handler
 }
 
 // Service is the gateway.
@@ -144,7 +147,11 @@ func (s *Service) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", s.deps.Metrics.Handler())
+	if s.deps.MetricsHandler != nil {
+		mux.Handle("GET /metrics", s.deps.MetricsHandler)
+	} else {
+		mux.Handle("GET /metrics", s.deps.Metrics.Handler())
+	}
 
 	mux.HandleFunc("POST /v1/sessions/{session_id}/messages", s.authed(s.postMessages))
 	mux.HandleFunc("GET /v1/sessions/{session_id}", s.authed(s.getSession))

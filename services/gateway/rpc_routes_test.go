@@ -1,9 +1,12 @@
 package gateway_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -254,5 +257,51 @@ func TestMetricsCountRequestsByRoute(t *testing.T) {
 	}
 	if strings.Contains(out, "/v1/nowhere") {
 		t.Error("an unmatched path became a label value")
+	}
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestRequestLogLineHasNoBody(t *testing.T) {
+	var logs syncBuffer
+	e := newEnv(t, func(s *setup) { s.deps.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	hdr := bearer(e.userKey)
+	hdr["X-Request-Id"] = "req-77"
+	rec := e.do("POST", "/v1/sessions/s1/messages", `{"messages":[{"role":"user","content":"my secret diary"}]}`, hdr)
+	if rec.Code != 202 {
+		t.Fatalf("status %d", rec.Code)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "http request" {
+			line = m
+		}
+	}
+	if line == nil {
+		t.Fatalf("no request log line in %s", logs.String())
+	}
+	if line["method"] != "POST" || line["route"] != "POST /v1/sessions/{session_id}/messages" ||
+		line["status"] != float64(202) || line["request_id"] != "req-77" || line["duration_ms"] == nil {
+		t.Fatalf("log line %v", line)
+	}
+	if strings.Contains(logs.String(), "secret diary") || strings.Contains(logs.String(), e.userKey) {
+		t.Fatal("the log holds the body or the key")
 	}
 }
