@@ -87,6 +87,11 @@ func (n Names) Event(kind, account, session string) string {
 	return n.p() + "." + categoryEvents + "." + kind + "." + account + "." + SessionToken(session)
 }
 
+// EventFilter is the subject filter of every event of one kind: <p>.events.<kind>.>.
+func (n Names) EventFilter(kind string) string {
+	return n.p() + "." + categoryEvents + "." + kind + ".>"
+}
+
 // DLQ is the subject of a dead letter: <p>.dlq.<stream, lower case>.<account>.<token>. The
 // token is already a session token (it comes from the original subject).
 func (n Names) DLQ(stream, account, sessionToken string) string {

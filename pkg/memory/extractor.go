@@ -37,7 +37,7 @@ var (
 	sentenceSplit = regexp.MustCompile(`[^.!?\n]+[.!?]*`)
 	firstPerson   = regexp.MustCompile(`(?i)\b(i|i'm|i've|i'd|i'll|my|me|mine|we|we're|our|us)\b`)
 	rePrefer      = regexp.MustCompile(`(?i)\b(?:i|we)\s+(?:really\s+|also\s+|absolutely\s+)?(don't like|do not like|dislike|hate|can't stand|love|like|enjoy|prefer|adore)\s+(.+)`)
-	reNoLonger    = regexp.MustCompile(`(?i)\b(?:i|we)\s+(?:don't|do not|no longer)\s+(?:like|enjoy|love)\s+(.+?)(?:\s+any\s*more|\s+anymore)?$`)
+	reNoLonger    = regexp.MustCompile(`(?i)\b(?:i|we)\s+(?:don't|do not|no longer)\s+(?:like|enjoy|love)\s+(.+?)(?:\s+any\s*more|\s+anymore)?[\s.!?]*$`)
 	reName        = regexp.MustCompile(`(?i:\bmy name is)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)`)
 	reLive        = regexp.MustCompile(`(?i:\bi\s+(?:live|moved|am moving|'m moving|relocated)\s+(?:in|to))\s+([A-Z][\w'-]*(?:(?:\s+|,\s*)[A-Z][\w'-]*)*)`)
 	reWork        = regexp.MustCompile(`(?i)\bi\s+(?:work|am working|'m working)\s+(?:as|at|for)\s+(.+)`)
@@ -51,11 +51,18 @@ var (
 // Extract implements Extractor.
 func (h *Heuristic) Extract(_ context.Context, msgs []Message) ([]Candidate, error) {
 	var out []Candidate
+	learned := "" // a user who says "my name is X" is X from then on, when the host gave no name
 	for _, m := range msgs {
 		if m.Role != "user" && m.Role != "assistant" {
 			continue
 		}
 		speaker := m.Name
+		if speaker == "" && m.Role == "user" {
+			if g := reName.FindStringSubmatch(m.Text); g != nil {
+				learned = g[1]
+			}
+			speaker = learned
+		}
 		if speaker == "" {
 			if m.Role == "user" {
 				speaker = "User"

@@ -155,4 +155,3 @@ func (o opsServer) Run(ctx context.Context) error {
 	}
 	return nil
 }
-

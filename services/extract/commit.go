@@ -33,12 +33,20 @@ func (s *Service) Commit(ctx context.Context, req contract.CommitRequest) error 
 	if err != nil {
 		return err
 	}
+	redelivered := false
 	for _, a := range archives {
 		if a.State == store.StateArchived || a.State == store.StateExtracted {
 			if err := s.advance(ctx, epoch, a); err != nil {
 				return fmt.Errorf("resume archive %s: %w", a.ID, err)
 			}
 		}
+		redelivered = redelivered || (a.RequestID == req.RequestID && req.RequestID != "")
+	}
+	if redelivered {
+		// This request made its archive already (a redelivery, or a resume just finished
+		// above) and its commit_completed is in the outbox: nothing more to do, and no
+		// second, contradicting "skipped" completion for the same request.
+		return nil
 	}
 	sess, err := s.d.Store.GetSession(ctx, req.AccountID, req.SessionID)
 	if err != nil {

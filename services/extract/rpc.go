@@ -53,6 +53,9 @@ func (s *Service) SyncCommit(ctx context.Context, account string, r contract.Com
 			return res, nil
 		}
 	}
+	// Tenancy (SPEC §3): another user's session answers exactly like a missing one, so its
+	// existence does not leak and nothing of it is committed (checked below).
+	skipped := contract.CommitResult{V: contract.Version, OK: true, Status: contract.StatusSkipped, Reason: contract.ReasonNoMessages, Memories: map[string]int{}}
 	timeout := s.cfg.CommitTimeout
 	if r.TimeoutMS > 0 {
 		timeout = time.Duration(r.TimeoutMS) * time.Millisecond
@@ -62,6 +65,17 @@ func (s *Service) SyncCommit(ctx context.Context, account string, r contract.Com
 	timedOut := contract.CommitResult{V: contract.Version, Status: contract.StatusTimeout, Reason: contract.ReasonTimeout, Memories: map[string]int{}}
 
 	if err := s.waitIngested(ctx, account, r.SessionID); err != nil {
+		if ctx.Err() != nil {
+			return timedOut, nil
+		}
+		return contract.CommitResult{}, err
+	}
+	// Checked once every earlier turn is applied: the session may be created by one of them.
+	sess, err := s.d.Store.GetSession(ctx, account, r.SessionID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && r.UserID != "" && sess.UserID != r.UserID) {
+		return skipped, nil
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return timedOut, nil
 		}
@@ -92,7 +106,7 @@ func (s *Service) SyncCommit(ctx context.Context, account string, r contract.Com
 		SessionID: r.SessionID, Kind: kind, KeepRecent: r.KeepRecent, CreatedAt: s.d.Now().UTC(),
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return contract.CommitResult{V: contract.Version, OK: true, Status: contract.StatusSkipped, Reason: contract.ReasonNoMessages, Memories: map[string]int{}}, nil
+		return skipped, nil
 	}
 	if err != nil {
 		return contract.CommitResult{}, err

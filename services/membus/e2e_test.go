@@ -188,9 +188,17 @@ func TestWalkingSkeleton(t *testing.T) {
 	if code != 200 || !strings.Contains(string(body), `"message_count":2`) {
 		t.Fatalf("GET session = %d %s", code, body)
 	}
-	code, body = do("GET", "/v1/sessions/web-1/context?token_budget=8000", nil)
-	if code != 200 || !strings.Contains(string(body), "archive_index") {
-		t.Fatalf("GET context = %d %s", code, body)
+	// The summarizer folds the archive into the session overview, served by context assembly.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, body = do("GET", "/v1/sessions/web-1/context?token_budget=8000", nil)
+		if code == 200 && strings.Contains(string(body), "[Session History Summary]") && strings.Contains(string(body), "pediatric nurse") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET context = %d %s, want the session overview", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	// u2 cannot see u1's session: a foreign id answers 404.
 	if code, body = do("GET", "/v1/sessions/s-1", nil); code != http.StatusNotFound {

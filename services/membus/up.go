@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"time"
 
@@ -47,14 +48,29 @@ func up(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	done := make(chan error, 1)
+	go func() { done <- env.RunAll(ctx, services...) }()
+	// "Up" means the HTTP API accepts connections, not merely that the services were built.
+	for ready := false; !ready; {
+		select {
+		case err := <-done:
+			if err != nil {
+				fmt.Fprintf(stderr, "membus up: %v\n", err)
+				return 1
+			}
+			return 0
+		case <-time.After(5 * time.Millisecond):
+			if c, err := net.DialTimeout("tcp", cfg.HTTPAddr, 100*time.Millisecond); err == nil {
+				c.Close()
+				ready = true
+			}
+		}
+	}
 	fmt.Fprintf(stdout, "membus is up in %d ms (pid %d)\n", time.Since(start).Milliseconds(), os.Getpid())
 	fmt.Fprintf(stdout, "  HTTP API:  http://%s\n", cfg.HTTPAddr)
 	fmt.Fprintf(stdout, "  plugin:    MEMBUS_NATS_URL=%s MEMBUS_NATS_TOKEN=%s\n", env.NATSURL, env.Config.NATSToken)
 	fmt.Fprintf(stdout, "  data dir:  %s\n", cfg.DataDir)
-	if f, ok := stdout.(*os.File); ok {
-		f.Sync()
-	}
-	if err := env.RunAll(ctx, services...); err != nil {
+	if err := <-done; err != nil {
 		logger.Error("membus stopped with an error", "err", err)
 		return 1
 	}

@@ -84,7 +84,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 	probes := append([]bus.Probe{{Name: "sql", Check: d.Store.Ping}}, d.Probes...)
 	r, err := bus.NewRunner(d.JS, d.Names, bus.RunnerConfig{
 		Service: "summarizer", Stream: bus.StreamEvents, Batch: 8, MaxFailures: cfg.MaxFailures,
-		FilterSubjects: []string{d.Names.Event(contract.EventArchiveCreated, "*", "*")},
+		FilterSubjects: []string{d.Names.EventFilter(contract.EventArchiveCreated)},
 		Probes:         probes, Logger: d.Logger, Handler: s.handle,
 		OnOutcome: func(o string) { outcomes.WithLabelValues(o).Inc() },
 	})
