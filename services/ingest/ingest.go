@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -147,6 +148,11 @@ func (s *Service) handleBatch(ctx context.Context, msgs []*bus.Msg) []error {
 
 // decode validates one TurnEvent against its subject and turns it into a store.Turn.
 func (s *Service) decode(m *bus.Msg) (store.Turn, bool, error) {
+	// encoding/json silently turns invalid UTF-8 into U+FFFD, so the raw payload is checked
+	// first: such text would otherwise be stored altered instead of dead-lettered.
+	if !utf8.Valid(m.Data) {
+		return store.Turn{}, false, fmt.Errorf("%w: payload is not valid UTF-8", contract.ErrInvalid)
+	}
 	var ev contract.TurnEvent
 	if err := json.Unmarshal(m.Data, &ev); err != nil {
 		return store.Turn{}, false, fmt.Errorf("decode turn event: %w", err)

@@ -38,7 +38,7 @@ type loadPublisher struct {
 
 const (
 	loadWorkers      = 4
-	loadMaxPerWorker = 2000 // bounds the run if the server drains slowly
+	loadMaxPerWorker = 3000 // bounds the run if the server drains slowly
 )
 
 // run publishes until stop is closed, the connection closes or the cap is reached.
@@ -151,10 +151,13 @@ func TestKillMidLoadLosesNothingAcked(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 			atSignal := lp.ackedN.Load()
+			signalled := time.Now()
 			if err := first.cmd.Process.Signal(tc.signal); err != nil {
 				t.Fatal(err)
 			}
 			code := first.waitExit(30 * time.Second)
+			exitAfter := time.Since(signalled)
+			atExit := lp.ackedN.Load()
 			close(stop)
 			select {
 			case <-pubDone:
@@ -173,8 +176,8 @@ func TestKillMidLoadLosesNothingAcked(t *testing.T) {
 				}
 			}
 			total := lp.ackedN.Load()
-			t.Logf("%s: %d events acked before the signal, %d in all (%d acked after it); %d messages attempted",
-				tc.name, atSignal, total, total-atSignal, len(lp.attempted))
+			t.Logf("%s: exit %d after %s; events acked: %d before the signal, %d before the exit, %d in all (cap %d); %d messages attempted",
+				tc.name, code, exitAfter.Round(time.Millisecond), atSignal, atExit, total, loadWorkers*loadMaxPerWorker, len(lp.attempted))
 
 			second := startUp(t, dataDir)
 			second.waitReady()
