@@ -228,14 +228,7 @@ func (r *Runner) consumer() jetstream.Consumer {
 func (r *Runner) Run(ctx context.Context) error {
 	fetchErrs := 0
 	for ctx.Err() == nil {
-		batch, err := r.consumer().Fetch(r.cfg.Batch, jetstream.FetchMaxWait(r.cfg.FetchWait))
-		var jms []jetstream.Msg
-		if err == nil {
-			for jm := range batch.Messages() {
-				jms = append(jms, jm)
-			}
-			err = batch.Error()
-		}
+		jms, err := r.fetch()
 		if err != nil && !errors.Is(err, nats.ErrTimeout) && len(jms) == 0 {
 			fetchErrs++
 			r.log.Warn("fetch failed", "err", err, "attempt", fetchErrs)
@@ -262,6 +255,33 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// fetch returns what is waiting, up to Batch, at once; when nothing is, it waits up to
+// FetchWait for the first message and then takes whatever else arrived with it. A plain
+// Fetch(Batch) would hold a lone message until the batch filled or FetchWait passed.
+func (r *Runner) fetch() ([]jetstream.Msg, error) {
+	cons := r.consumer()
+	collect := func(batch jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
+		if err != nil {
+			return nil, err
+		}
+		var jms []jetstream.Msg
+		for jm := range batch.Messages() {
+			jms = append(jms, jm)
+		}
+		return jms, batch.Error()
+	}
+	jms, err := collect(cons.FetchNoWait(r.cfg.Batch))
+	if len(jms) > 0 || (err != nil && !errors.Is(err, nats.ErrTimeout)) {
+		return jms, err
+	}
+	jms, err = collect(cons.Fetch(1, jetstream.FetchMaxWait(r.cfg.FetchWait)))
+	if len(jms) == 0 || r.cfg.Batch == 1 {
+		return jms, err
+	}
+	more, _ := collect(cons.FetchNoWait(r.cfg.Batch - 1))
+	return append(jms, more...), nil
 }
 
 // delivery is one fetched message on its way through the runner.

@@ -753,6 +753,20 @@ func TestSyncCommitRPC(t *testing.T) {
 		t.Fatalf("repeated request: %+v, want the stored %+v", again, res)
 	}
 
+	// A session that does not exist, and another user's session: skipped/no_messages alike.
+	for _, r := range []contract.CommitRPCRequest{
+		{RequestID: "rpc-3", UserID: "alice", SessionID: "nope", Wait: true, TimeoutMS: 5000},
+		{RequestID: "rpc-4", UserID: "mallory", SessionID: "s1", Wait: true, TimeoutMS: 5000},
+	} {
+		got := e.callCommit(r)
+		if !got.OK || got.Status != contract.StatusSkipped || got.Reason != contract.ReasonNoMessages {
+			t.Errorf("%s (%s/%s): %+v, want skipped/no_messages", r.RequestID, r.UserID, r.SessionID, got)
+		}
+	}
+	if n := len(e.archives("s1")); n != 1 {
+		t.Fatalf("a foreign user's commit archived something: %d archives", n)
+	}
+
 	// Wait false: accepted at once; the commit still runs.
 	acc := e.callCommit(contract.CommitRPCRequest{RequestID: "rpc-2", UserID: "alice", SessionID: "s1", Wait: false})
 	if !acc.OK || acc.Status != contract.StatusAccepted {
@@ -764,20 +778,6 @@ func TestSyncCommitRPC(t *testing.T) {
 			t.Fatal("the accepted commit never archived")
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-
-	// A session that does not exist, and another user's session: skipped/no_messages alike.
-	for _, r := range []contract.CommitRPCRequest{
-		{RequestID: "rpc-3", UserID: "alice", SessionID: "nope", Wait: true, TimeoutMS: 5000},
-		{RequestID: "rpc-4", UserID: "mallory", SessionID: "s1", Wait: true, TimeoutMS: 5000},
-	} {
-		got := e.callCommit(r)
-		if !got.OK || got.Status != contract.StatusSkipped || got.Reason != contract.ReasonNoMessages {
-			t.Errorf("%s (%s/%s): %+v, want skipped/no_messages", r.RequestID, r.UserID, r.SessionID, got)
-		}
-	}
-	if n := len(e.archives("s1")); n != 2 {
-		t.Fatalf("a foreign user's commit archived something: %d archives", n)
 	}
 
 	// Nothing left to archive: skipped/no_messages through the consumer.

@@ -19,7 +19,8 @@ var injectedBlocks = []*regexp.Regexp{
 	regexp.MustCompile(`(?s)\[Session History Summary\].*?\[/Session History Summary\]`),
 }
 
-// secretPatterns redact credentials before anything is stored (SPEC §6 "Capture").
+// secretPatterns redact credentials before anything is stored (SPEC §6 "Capture"); each
+// match is replaced whole.
 var secretPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----`),
 	regexp.MustCompile(`\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b`),
@@ -27,8 +28,15 @@ var secretPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}\b`),
 	regexp.MustCompile(`\bxox[baprs]-[A-Za-z0-9-]{10,}\b`),
 	regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b`),
-	regexp.MustCompile(`(?i)\b(password|passwd|pwd|secret|api[_-]?key|token)\s*[:=]\s*\S+`),
 }
+
+// bearerSecret is an HTTP bearer credential; the scheme word is kept.
+var bearerSecret = regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/-]{16,}=*`)
+
+// keyedSecret is a value after a credential-like key, in the forms of env files, configs,
+// command lines and JSON: password=…, DB_PASSWORD=…, api_key: …, "password":"…",
+// aws_secret_access_key = …. The key is kept; a quoted value stays quoted.
+var keyedSecret = regexp.MustCompile(`(?i)\b([a-z0-9_-]*?(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?key|token)["']?\s*[:=]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"',;}]+)`)
 
 // Capture renders a message into what is stored: its capture text with injected blocks
 // stripped and secrets redacted, its parts (redacted too) and its token count. A message with
@@ -67,14 +75,17 @@ func clean(s string) string {
 
 func redact(s string) string {
 	for _, re := range secretPatterns {
-		s = re.ReplaceAllStringFunc(s, func(match string) string {
-			if i := strings.IndexAny(match, ":="); i > 0 && i < 20 && !strings.HasPrefix(match, "-----") {
-				return match[:i+1] + " [REDACTED]"
-			}
-			return "[REDACTED]"
-		})
+		s = re.ReplaceAllString(s, "[REDACTED]")
 	}
-	return s
+	s = bearerSecret.ReplaceAllString(s, "${1}[REDACTED]")
+	return keyedSecret.ReplaceAllStringFunc(s, func(match string) string {
+		sub := keyedSecret.FindStringSubmatch(match)
+		key, value := sub[1], sub[2]
+		if q := value[0]; (q == '"' || q == '\'') && len(value) > 1 {
+			return key + string(q) + "[REDACTED]" + string(q)
+		}
+		return key + "[REDACTED]"
+	})
 }
 
 // afterPrePrompt keeps the messages after the host's pre-prompt count (positions are indices

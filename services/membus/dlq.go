@@ -28,7 +28,7 @@ func dlq(args []string, stdout, stderr io.Writer) int {
 	filter := fs.String("filter", "", "subject filter under <prefix>.dlq.>")
 	limit := fs.Int("limit", 100, "at most this many letters")
 	asJSON := fs.Bool("json", false, "print JSON")
-	cfg, err := config.Load(fs, rest, os.Getenv)
+	cfg, err := config.Load(fs, flagsFirst(rest), os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "membus dlq: %v\n", err)
 		return 2

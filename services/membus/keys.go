@@ -26,7 +26,7 @@ func keys(args []string, stdout, stderr io.Writer) int {
 	user := fs.String("user", "", "user id (required for role user)")
 	role := fs.String("role", "user", "user | admin | operator")
 	name := fs.String("name", "", "a label for the key")
-	cfg, err := config.Load(fs, rest, os.Getenv)
+	cfg, err := config.Load(fs, flagsFirst(rest), os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "membus keys: %v\n", err)
 		return 2

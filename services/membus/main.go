@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 const usage = `membus — long-term memory and context engine for OpenClaw agents
@@ -20,6 +21,7 @@ Usage:
   membus keys revoke ID
   membus dlq ls [--filter SUBJECT] [--limit N] | show SEQ [--json] | replay SEQ
   membus tail metrics|events
+  membus bench ingest [--count N] [--concurrency C] [--sync always|interval|both] [--json]
   membus config print
   membus version
 
@@ -49,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return dlq(rest, stdout, stderr)
 	case "tail":
 		return tail(rest, stdout, stderr)
+	case "bench":
+		return benchCmd(rest, stdout, stderr)
 	case "config":
 		return configCmd(rest, stdout, stderr)
 	case "version", "--version":
@@ -61,4 +65,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "membus: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}
+}
+
+// flagsFirst moves leading positional arguments after the flags, so that `membus keys revoke
+// ID --data-dir D` and `membus dlq show SEQ --json` (the order the usage shows) parse: the flag
+// package stops at the first non-flag argument. "--" keeps the moved arguments positional.
+func flagsFirst(args []string) []string {
+	i := 0
+	for i < len(args) && !strings.HasPrefix(args[i], "-") {
+		i++
+	}
+	if i == 0 || i == len(args) {
+		return args
+	}
+	out := append([]string(nil), args[i:]...)
+	out = append(out, "--")
+	return append(out, args[:i]...)
 }

@@ -27,6 +27,12 @@ func up(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "membus up: %v\n", err)
 		return 2
 	}
+	// The gateway listens only once every service runs; check the address first, so that a
+	// taken port is a clear error before anything starts or "membus is up" is printed.
+	if err := checkListen(cfg.HTTPAddr); err != nil {
+		fmt.Fprintf(stderr, "membus up: %v\n", err)
+		return 1
+	}
 	logger := config.NewLogger(stderr, cfg.LogLevel, "", cfg.InstanceID)
 	ctx, stop := runtime.SignalContext()
 	defer stop()
@@ -76,6 +82,15 @@ func up(args []string, stdout, stderr io.Writer) int {
 	}
 	logger.Info("membus stopped cleanly")
 	return 0
+}
+
+// checkListen reports whether the HTTP address can be listened on now.
+func checkListen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s (%w): is another membus running? change --http-addr / MEMBUS_HTTP_ADDR", addr, err)
+	}
+	return ln.Close()
 }
 
 // buildAll builds every service on one environment: the same constructors the single-service

@@ -172,24 +172,35 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 		}
 		return cands[i].mem.ID < cands[j].mem.ID
 	})
-	agentHas := false
+	itemText := func(c candidate) string {
+		if req.PreferAbstract && c.mem.Abstract != "" {
+			return cutText(c.mem.Abstract, s.cfg.MaxItemChars)
+		}
+		return cutText(c.mem.Text, s.cfg.MaxItemChars)
+	}
+	// The user scope gets at most UserShare of the budget when the agent scope has candidates;
+	// what the agent's items do not need of their share flows back to the user scope.
+	userBudget := budget
+	agentCap := budget - int(float64(budget)*s.cfg.UserShare)
+	agentNeed, agentItems, agentHas := 0, 0, false
 	for _, c := range cands {
-		if c.mem.Scope == contract.ScopeAgent && c.score >= threshold {
-			agentHas = true
+		if c.mem.Scope != contract.ScopeAgent || c.score < threshold || agentItems >= limit {
+			continue
+		}
+		agentHas = true
+		if t := len(itemText(c)); agentNeed+t <= agentCap {
+			agentNeed += t
+			agentItems++
 		}
 	}
-	userBudget := budget
 	if agentHas {
-		userBudget = int(float64(budget) * s.cfg.UserShare)
+		userBudget = budget - agentNeed
 	}
 	used, usedUser := 0, 0
 	var lines []string
 	for _, c := range cands {
 		keep, why := true, ""
-		text := cutText(c.mem.Text, s.cfg.MaxItemChars)
-		if req.PreferAbstract && c.mem.Abstract != "" {
-			text = c.mem.Abstract
-		}
+		text := itemText(c)
 		switch {
 		case c.score < threshold:
 			keep, why = false, fmt.Sprintf("score %.3f below threshold %.2f", c.score, threshold)
@@ -232,19 +243,22 @@ func blockLine(it contract.RecallItem) string {
 	return prefix + strings.ReplaceAll(it.Text, "\n", "\n  ")
 }
 
-// cutText cuts at a line boundary when it can, else at a word, to at most n bytes.
+// cutText cuts at a line boundary when it can, else at a word, to at most n bytes (so at most
+// n characters), the "…" marker included.
 func cutText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	const ellipsis = "…"
 	cut := s[:n]
 	if i := strings.LastIndexByte(cut, '\n'); i > n/2 {
 		return cut[:i]
 	}
+	cut = s[:max(0, n-len(ellipsis))]
 	if i := strings.LastIndexByte(cut, ' '); i > n/2 {
-		return cut[:i] + "…"
+		return cut[:i] + ellipsis
 	}
-	return strings.ToValidUTF8(cut, "") + "…"
+	return strings.ToValidUTF8(cut, "") + ellipsis
 }
 
 func clamp01(v float64) float64 { return max(0, min(1, v)) }

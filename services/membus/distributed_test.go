@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/runtime"
+	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/testenv"
+)
+
+// distDeps are the shared servers of a distributed deployment: a standalone nats-server
+// child process, a fresh MariaDB database and Redis (with a subject prefix of its own, which
+// also prefixes this test's Redis keys).
+type distDeps struct {
+	natsURL, dsn, redisURL, prefix string
+}
+
+func startDistDeps(t *testing.T) distDeps {
+	t.Helper()
+	bin := testenv.NATSServerBinary(t)
+	dsn := testenv.MySQLDSN(t)
+	redisURL := testenv.RedisURLValue(t)
+
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(bin, "-js", "-sd", t.TempDir(), "-a", "127.0.0.1", "-p", port)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("nats-server exited: %s", out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nats-server did not listen on %s: %s", addr, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return distDeps{natsURL: "nats://" + addr, dsn: dsn, redisURL: redisURL, prefix: "mbd" + hex.EncodeToString(b)}
+}
+
+// startReplica runs every service in-process against the shared servers, as one replica of a
+// distributed deployment, and returns its environment and HTTP base URL.
+func startReplica(t *testing.T, d distDeps, instance string) (*runtime.Env, string) {
+	t.Helper()
+	cfg := config.Defaults()
+	cfg.DataDir = t.TempDir()
+	cfg.NATSURL = d.natsURL
+	cfg.MySQLDSN = d.dsn
+	cfg.RedisURL = d.redisURL
+	cfg.SubjectPrefix = d.prefix
+	cfg.HTTPAddr = freeAddr(t)
+	cfg.InstanceID = instance
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	env, err := runtime.Open(ctx, cfg, logger)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if env.Server != nil || env.Store.Dialect() != store.MySQL || env.Redis == nil {
+		cancel()
+		env.Close()
+		t.Fatalf("replica %s is not distributed: embedded NATS %v, SQL %s, Redis %v", instance, env.Server != nil, env.Store.Dialect(), env.Redis != nil)
+	}
+	services, err := buildAll(env)
+	if err != nil {
+		cancel()
+		env.Close()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- env.RunAll(ctx, services...) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("replica %s RunAll: %v", instance, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("replica %s did not drain within 30 s", instance)
+		}
+		env.Close()
+	})
+	waitHTTP(t, "http://"+cfg.HTTPAddr+"/healthz")
+	return env, "http://" + cfg.HTTPAddr
+}
+
+// TestDistributedWalkingSkeleton: the walking skeleton with every part real and separate — a
+// standalone nats-server, MariaDB and Redis — turns in over NATS, a synchronous commit over
+// the RPC, recall over the RPC and over HTTP.
+func TestDistributedWalkingSkeleton(t *testing.T) {
+	d := startDistDeps(t)
+	env, base := startReplica(t, d, "dist-a")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	ev := turnEvent("acme", "u1", "s-1",
+		"I live in Boston and I have a dog named Max.",
+		"Nice! Boston is a great city.",
+		"I really love black coffee in the morning.")
+	if _, err := bus.PublishJSON(ctx, env.JS, env.Names.Turns("acme", "s-1"), ev.EventID, ev); err != nil {
+		t.Fatal(err)
+	}
+	var res contract.CommitResult
+	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "commit"), contract.CommitRPCRequest{V: 1, RequestID: "r1", UserID: "u1", SessionID: "s-1", Kind: "sync", Wait: true}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != contract.StatusCompleted || res.ArchiveID == "" || res.Memories["profile"] == 0 {
+		t.Fatalf("commit result = %+v, want completed with profile memories", res)
+	}
+	var rec contract.RecallResponse
+	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "recall"), contract.RecallRequest{V: 1, UserID: "u1", Query: "Where does Caroline live?"}, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Items) == 0 || !strings.Contains(rec.Items[0].Text, "Boston") || len(rec.Items[0].Sources) == 0 || rec.Items[0].Sources[0] != "s-1-m0" {
+		t.Fatalf("recall items = %+v, want the Boston memory first with source s-1-m0", rec.Items)
+	}
+
+	key, _, err := env.Store.CreateKey(ctx, "acme", "u1", store.RoleUser, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"query": "where do I live?"})
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/recall", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "Boston") || !strings.Contains(string(body), `"s-1-m0"`) {
+		t.Fatalf("POST /v1/recall = %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestDistributedTwoReplicas: two replicas of every service share one NATS, MariaDB and Redis.
+// 20 sessions × 10 events (some delivered twice) with a low commit threshold make both
+// replicas ingest and commit the same sessions at once. Every message is stored exactly once,
+// and no seq is ever archived twice: a session's archive ranges never overlap.
+func TestDistributedTwoReplicas(t *testing.T) {
+	d := startDistDeps(t)
+	a, _ := startReplica(t, d, "dist-a")
+	b, _ := startReplica(t, d, "dist-b")
+	envs := []*runtime.Env{a, b}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	const sessions, events = 20, 10
+	threshold := contract.MinCommitTokenThreshold
+	filler := strings.Repeat("We talked about the garden, the roof repairs and the trip to Lisbon in May. ", 20)
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for s := 0; s < sessions; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			session := fmt.Sprintf("s-%02d", s)
+			for e := 0; e < events; e++ {
+				ev := turnEvent("acme", "u1", session, fmt.Sprintf("event %d: my favourite number is %d. %s", e, e, filler), "Noted. "+filler)
+				for i := range ev.Messages {
+					ev.Messages[i].MessageID = fmt.Sprintf("%s-e%d-m%d", session, e, i)
+					ev.Messages[i].CreatedAt = ev.Messages[i].CreatedAt.Add(time.Duration(e) * time.Minute)
+				}
+				ev.EventID = fmt.Sprintf("%s-e%d", session, e)
+				ev.Turn.CommitTokenThreshold = &threshold
+				env := envs[(s+e)%2]
+				subj := env.Names.Turns("acme", session)
+				if _, err := bus.PublishJSON(ctx, env.JS, subj, ev.EventID, ev); err != nil {
+					errs <- err
+					return
+				}
+				if e%3 == 0 { // a redelivery under another Nats-Msg-Id
+					if _, err := bus.PublishJSON(ctx, env.JS, subj, ev.EventID+"-again", ev); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	// A synchronous commit per session, through either replica, at once.
+	results := make([]contract.CommitResult, sessions)
+	callErrs := make([]error, sessions)
+	for s := 0; s < sessions; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			env := envs[s%2]
+			callErrs[s] = bus.Call(ctx, env.NC, env.Names.RPC("acme", "commit"), contract.CommitRPCRequest{
+				V: 1, RequestID: "final-" + strconv.Itoa(s), UserID: "u1", SessionID: fmt.Sprintf("s-%02d", s), Kind: "sync", Wait: true,
+			}, &results[s])
+		}()
+	}
+	wg.Wait()
+	for s := range results {
+		if callErrs[s] != nil || results[s].Status != contract.StatusCompleted {
+			t.Errorf("s-%02d: final commit = %+v, %v", s, results[s], callErrs[s])
+		}
+	}
+
+	db := a.Store.DB()
+	var rows, distinct int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*), COUNT(DISTINCT session_id, message_id) FROM messages WHERE account_id = 'acme'").Scan(&rows, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if want := sessions * events * 2; rows != want || distinct != want {
+		t.Errorf("messages: %d rows, %d distinct; want %d each", rows, distinct, want)
+	}
+
+	// Archive ranges of each session, in order, never overlap.
+	r, err := db.QueryContext(ctx, "SELECT session_id, from_seq, to_seq FROM archives WHERE account_id = 'acme' ORDER BY session_id, from_seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	lastTo := map[string]int64{}
+	perSession := map[string]int{}
+	for r.Next() {
+		var session string
+		var from, to int64
+		if err := r.Scan(&session, &from, &to); err != nil {
+			t.Fatal(err)
+		}
+		if from > to {
+			t.Errorf("%s: empty archive range %d..%d", session, from, to)
+		}
+		if prev, ok := lastTo[session]; ok && from <= prev {
+			t.Errorf("%s: archive %d..%d overlaps the previous one ending at %d", session, from, to, prev)
+		}
+		lastTo[session] = to
+		perSession[session]++
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	multi := 0
+	for s := 0; s < sessions; s++ {
+		session := fmt.Sprintf("s-%02d", s)
+		if lastTo[session] != events*2 {
+			t.Errorf("%s: archived up to %d after the final commit, want %d", session, lastTo[session], events*2)
+		}
+		if perSession[session] > 1 {
+			multi++
+		}
+	}
+	if multi == 0 {
+		t.Errorf("no session had an automatic commit before the final one: the test did not exercise concurrent commits")
+	}
+	// Each archived message belongs to exactly the archive whose range holds its seq.
+	var misplaced int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages m LEFT JOIN archives a ON a.id = m.archive_id
+		WHERE m.account_id = 'acme' AND (a.id IS NULL OR m.seq < a.from_seq OR m.seq > a.to_seq)`).Scan(&misplaced); err != nil {
+		t.Fatal(err)
+	}
+	if misplaced != 0 {
+		t.Errorf("%d messages are unarchived or outside their archive's range", misplaced)
+	}
+	letters, err := bus.ListDLQ(ctx, a.JS, a.Names, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(letters) != 0 {
+		t.Errorf("dead letters: %+v", letters)
+	}
+}
