@@ -215,6 +215,22 @@ func (s *Store) GetArchive(ctx context.Context, account, id string) (Archive, er
 	return as[0], nil
 }
 
+// ArchiveByRequest returns the archive a commit request created, or ErrNotFound.
+func (s *Store) ArchiveByRequest(ctx context.Context, account, requestID string) (Archive, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT "+archiveCols+" FROM archives WHERE account_id = ? AND request_id = ? ORDER BY from_seq DESC LIMIT 1", account, requestID)
+	if err != nil {
+		return Archive{}, err
+	}
+	as, err := scanArchives(rows)
+	if err != nil {
+		return Archive{}, err
+	}
+	if len(as) == 0 {
+		return Archive{}, ErrNotFound
+	}
+	return as[0], nil
+}
+
 // SetArchiveMemories records the per-category memory counts of an archive's extraction.
 func (s *Store) setArchiveMemories(ctx context.Context, tx *sql.Tx, archiveID string, counts map[string]int) error {
 	b, _ := json.Marshal(counts)

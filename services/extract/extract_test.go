@@ -810,3 +810,20 @@ func TestSyncCommitRPCBadRequest(t *testing.T) {
 		t.Fatalf("commit without request_id: %v, want bad_request", err)
 	}
 }
+
+func TestConflictInsideOneArchive(t *testing.T) {
+	e := newEnv(t)
+	e.say("alice", "s1", "I live in Boston.", "I moved to Denver.", "I moved to Austin.")
+	e.commit("alice", "s1", contract.CommitSync, "r1")
+	ms := e.memories("alice")
+	boston, denver, austin := ms["Boston"], ms["Denver"], ms["Austin"]
+	if !austin.Active() || !e.inIndex("alice", austin.ID) {
+		t.Fatalf("austin %+v not active and indexed", austin)
+	}
+	if boston.SupersededBy != denver.ID || denver.SupersededBy != austin.ID {
+		t.Fatalf("chain not superseded in order: boston→%q denver→%q (denver %s, austin %s)", boston.SupersededBy, denver.SupersededBy, denver.ID, austin.ID)
+	}
+	if e.inIndex("alice", boston.ID) || e.inIndex("alice", denver.ID) {
+		t.Fatal("a superseded memory is in the vector index")
+	}
+}

@@ -79,7 +79,7 @@ func (s *Service) extract(ctx context.Context, epoch int64, a store.Archive) err
 			out[j].Sources = append(out[j].Sources, m.Sources...)
 			continue
 		}
-		if old, ok := conflicting(existing, m); ok {
+		if old, ok := conflicting(current(out, existing, supersede), m); ok {
 			supersede[old.ID] = m.ID
 		} else if dup, ok := duplicate(existing, m); ok {
 			// A dedup hit unions the sources into the existing memory instead of dropping them.
@@ -115,6 +115,24 @@ func (s *Service) extract(ctx context.Context, epoch int64, a store.Archive) err
 	s.deduped(float64(dedups))
 	s.d.KickOutbox()
 	return nil
+}
+
+// current is what is active as this candidate is judged: this archive's earlier candidates
+// (newest first), then the user's rows not already superseded by them. "I live in Boston. I
+// moved to Denver." in one archive leaves Denver active and Boston superseded.
+func current(out, existing []store.Memory, supersede map[string]string) []store.Memory {
+	cur := make([]store.Memory, 0, len(out)+len(existing))
+	for i := len(out) - 1; i >= 0; i-- {
+		if _, gone := supersede[out[i].ID]; !gone {
+			cur = append(cur, out[i])
+		}
+	}
+	for _, e := range existing {
+		if _, gone := supersede[e.ID]; !gone {
+			cur = append(cur, e)
+		}
+	}
+	return cur
 }
 
 func mSources(c memory.Candidate, a store.Archive) []store.Source {

@@ -115,16 +115,43 @@ func (s *Service) SyncCommit(ctx context.Context, account string, r contract.Com
 	if !r.Wait {
 		return contract.CommitResult{V: contract.Version, OK: true, Status: contract.StatusAccepted, Memories: map[string]int{}}, nil
 	}
-	select {
-	case ev := <-done:
-		res := s.result(ctx, account, ev)
+	save := func(res contract.CommitResult) contract.CommitResult {
 		if b, err := json.Marshal(res); err == nil {
 			_ = s.d.Store.SaveCommitResult(context.WithoutCancel(ctx), r.RequestID, account, r.SessionID, b)
 		}
-		return res, nil
-	case <-ctx.Done():
-		return timedOut, nil
+		return res
 	}
+	// The completion event is the fast path; the archive row is the truth, checked now (the
+	// commit may have finished before this call, e.g. after an earlier wait:false) and then
+	// now and again in case an event was missed.
+	poll := time.NewTicker(500 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		if res, ok := s.resultFromArchive(ctx, account, r.RequestID); ok {
+			return save(res), nil
+		}
+		select {
+		case ev := <-done:
+			return save(s.result(ctx, account, ev)), nil
+		case <-poll.C:
+		case <-ctx.Done():
+			return timedOut, nil
+		}
+	}
+}
+
+// resultFromArchive rebuilds the result of a request whose archive is already indexed.
+func (s *Service) resultFromArchive(ctx context.Context, account, requestID string) (contract.CommitResult, bool) {
+	a, err := s.d.Store.ArchiveByRequest(ctx, account, requestID)
+	if err != nil || (a.State != store.StateIndexed && a.State != store.StateSummarized) {
+		return contract.CommitResult{}, false
+	}
+	sess, err := s.d.Store.GetSession(ctx, account, a.SessionID)
+	if err != nil {
+		return contract.CommitResult{}, false
+	}
+	return s.result(ctx, account, contract.Event{Status: contract.StatusCompleted, ArchiveID: a.ID, Memories: a.Memories,
+		TokensBefore: int(sess.PendingTokens + a.Tokens), TokensAfter: int(sess.PendingTokens)}), true
 }
 
 func (s *Service) result(ctx context.Context, account string, ev contract.Event) contract.CommitResult {

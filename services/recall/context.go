@@ -18,8 +18,8 @@ const systemPromptAddition = "Earlier parts of this conversation were archived. 
 // session gets the remainder: the overview, the archive index, then the newest active messages.
 func (s *Service) Context(ctx context.Context, account string, req contract.ContextRequest) (contract.ContextResponse, error) {
 	resp := contract.ContextResponse{V: contract.Version, Messages: []contract.ContextMessage{}, ArchiveIndex: []contract.ArchiveIndexEntry{}}
-	if req.SessionID == "" {
-		return resp, fmt.Errorf("%w: session_id is required", errBadRequest)
+	if req.SessionID == "" || req.UserID == "" {
+		return resp, fmt.Errorf("%w: session_id and user_id are required", errBadRequest)
 	}
 	if req.TokenBudget <= 0 {
 		return resp, fmt.Errorf("%w: token_budget must be positive", errBadRequest)
@@ -28,7 +28,7 @@ func (s *Service) Context(ctx context.Context, account string, req contract.Cont
 	if err != nil {
 		return resp, err
 	}
-	if req.UserID != "" && sess.UserID != req.UserID {
+	if sess.UserID != req.UserID {
 		return resp, store.ErrNotFound // another user's session: existence does not leak
 	}
 	budget := req.TokenBudget

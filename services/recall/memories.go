@@ -74,11 +74,14 @@ func (s *Service) ForgetMemory(ctx context.Context, account string, req contract
 
 // SessionMeta answers GET /v1/sessions/{id}.
 func (s *Service) SessionMeta(ctx context.Context, account string, req contract.SessionMetaRequest) (contract.SessionMeta, error) {
+	if req.SessionID == "" || req.UserID == "" {
+		return contract.SessionMeta{}, fmt.Errorf("%w: session_id and user_id are required", errBadRequest)
+	}
 	sess, err := s.d.Store.GetSession(ctx, account, req.SessionID)
 	if err != nil {
 		return contract.SessionMeta{}, err
 	}
-	if req.UserID != "" && sess.UserID != req.UserID {
+	if sess.UserID != req.UserID {
 		return contract.SessionMeta{}, store.ErrNotFound
 	}
 	counts, err := s.d.Store.SessionMemoryCounts(ctx, account, req.SessionID)

@@ -72,7 +72,8 @@ CREATE TABLE IF NOT EXISTS archives (
   created_us  BIGINT       NOT NULL,
   updated_us  BIGINT       NOT NULL,
   UNIQUE KEY archives_range (account_id, session_id, from_seq),
-  KEY archives_session (account_id, session_id, to_seq)
+  KEY archives_session (account_id, session_id, to_seq),
+  KEY archives_request (account_id, request_id)
 );
 
 CREATE TABLE IF NOT EXISTS memories (

@@ -150,6 +150,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS messages_identity ON messages (account_id, ses
 CREATE INDEX IF NOT EXISTS messages_order ON messages (account_id, session_id, created_us, position);
 CREATE UNIQUE INDEX IF NOT EXISTS archives_range ON archives (account_id, session_id, from_seq);
 CREATE INDEX IF NOT EXISTS archives_session ON archives (account_id, session_id, to_seq);
+CREATE INDEX IF NOT EXISTS archives_request ON archives (account_id, request_id);
 CREATE INDEX IF NOT EXISTS memories_user ON memories (account_id, user_id, updated_us);
 CREATE INDEX IF NOT EXISTS memories_slot ON memories (account_id, user_id, subject, attribute);
 CREATE INDEX IF NOT EXISTS memory_sources_session ON memory_sources (account_id, session_id);
