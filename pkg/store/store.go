@@ -170,7 +170,14 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	// READ COMMITTED on MySQL: every statement sees what other transactions committed before
+	// it, not a snapshot from the transaction's first read (REPEATABLE READ), so a sum read
+	// after taking the session row lock includes a concurrent replica's messages.
+	var opts *sql.TxOptions
+	if s.dialect == MySQL {
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}

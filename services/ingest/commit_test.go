@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -135,13 +134,10 @@ func TestCommitTriggerIsAnEdge(t *testing.T) {
 }
 
 // TestCommitTriggerSeesConcurrentTurns: a turn whose transaction waited for another replica's
-// commit on the same session must count that replica's messages toward the threshold. On
-// MariaDB (REPEATABLE READ) ApplyTurns' SUM over messages reads the snapshot taken before the
-// session lock was granted, so the crossing is missed (pkg/store/sessions.go finishSession).
+// commit on the same session must count that replica's messages toward the threshold. Under
+// REPEATABLE READ the SUM over messages read the snapshot taken before the session lock was
+// granted and missed the crossing; the store's MySQL transactions are READ COMMITTED.
 func TestCommitTriggerSeesConcurrentTurns(t *testing.T) {
-	if os.Getenv("MEMBUS_TEST_KNOWN_BUGS") == "" {
-		t.Skip("known bug in pkg/store ApplyTurns (stale REPEATABLE READ snapshot for the threshold SUM); set MEMBUS_TEST_KNOWN_BUGS=1 to run; drop this guard with the fix")
-	}
 	st := openMySQL(t, testenv.MySQLDSN(t))
 	names, _ := bus.NewNames("")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
