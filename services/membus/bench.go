@@ -26,4 +26,3 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	return benches[args[0]](args[1:], stdout, stderr)
 }
-
