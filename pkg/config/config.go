@@ -36,6 +36,13 @@ type Config struct {
 	CommitTokenThreshold int
 	// KeepRecent is how many newest messages stay active after an automatic commit.
 	KeepRecent int
+	// BypassSessionPatterns are comma-separated glob patterns of session ids never captured.
+	BypassSessionPatterns string
+	// AgentPrefix prefixes OpenClaw agent ids (<prefix>_<id>) when set.
+	AgentPrefix string
+	// RedactPatterns are extra comma-separated regular expressions whose matches are redacted
+	// before anything is stored (the built-in patterns always apply).
+	RedactPatterns string
 	// ConfigFile is the optional YAML file (--config / MEMBUS_CONFIG).
 	ConfigFile string
 
@@ -122,6 +129,9 @@ func (c *Config) fields() []field {
 		{key: "insecure_no_auth", b: &c.InsecureNoAuth, help: "accept HTTP requests without an API key (loopback only)"},
 		{key: "commit_token_threshold", n: &c.CommitTokenThreshold, help: "pending tokens that trigger a commit (2000-200000)"},
 		{key: "keep_recent", n: &c.KeepRecent, help: "newest messages kept active after an automatic commit"},
+		{key: "bypass_session_patterns", str: &c.BypassSessionPatterns, help: "comma-separated glob patterns of session ids never captured"},
+		{key: "agent_prefix", str: &c.AgentPrefix, help: "prefix of OpenClaw agent ids (<prefix>_<id>)"},
+		{key: "redact_patterns", str: &c.RedactPatterns, help: "extra comma-separated regular expressions redacted before storing"},
 		{key: "config", str: &c.ConfigFile, noFile: true, help: "optional YAML config file"},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +17,17 @@ var (
 	subjectPrefixRe = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 	instanceIDRe    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
+
+// SplitList splits a comma-separated list, dropping empty items.
+func SplitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // Validate checks every key and reports all problems at once; each error names the key as
 // the user sets it (env var and flag, and the file when the value came from there).
@@ -109,6 +121,19 @@ func (c Config) Validate() error {
 	}
 	if c.CommitTokenThreshold < 2000 || c.CommitTokenThreshold > 200000 {
 		bad("commit_token_threshold", "must be between 2000 and 200000, got %d", c.CommitTokenThreshold)
+	}
+	for _, pat := range SplitList(c.BypassSessionPatterns) {
+		if _, err := path.Match(pat, ""); err != nil {
+			bad("bypass_session_patterns", "bad glob %q: %v", pat, err)
+		}
+	}
+	for _, pat := range SplitList(c.RedactPatterns) {
+		if _, err := regexp.Compile(pat); err != nil {
+			bad("redact_patterns", "bad regular expression %q: %v", pat, err)
+		}
+	}
+	if c.AgentPrefix != "" && !regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`).MatchString(c.AgentPrefix) {
+		bad("agent_prefix", "must match [A-Za-z0-9_-]{1,32}, got %q", c.AgentPrefix)
 	}
 	if c.KeepRecent < 0 || c.KeepRecent > 200 {
 		bad("keep_recent", "must be between 0 and 200 (the hot cache holds 200), got %d", c.KeepRecent)

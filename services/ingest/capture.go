@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"encoding/json"
+	"fmt"
 	"path"
 	"regexp"
 	"strings"
@@ -38,16 +39,47 @@ var bearerSecret = regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/-]{16,}=*
 // aws_secret_access_key = …. The key is kept; a quoted value stays quoted.
 var keyedSecret = regexp.MustCompile(`(?i)\b([a-z0-9_-]*?(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?key|token)["']?\s*[:=]\s*)("[^"\n]*"|'[^'\n]*'|[^\s"',;}]+)`)
 
-// Capture renders a message into what is stored: its capture text with injected blocks
-// stripped and secrets redacted, its parts (redacted too) and its token count. A message with
-// nothing left to store is dropped (ok false).
+// Capturer renders messages for storage with the built-in secret patterns plus the
+// operator's (MEMBUS_REDACT_PATTERNS).
+type Capturer struct {
+	extra []*regexp.Regexp
+}
+
+// NewCapturer compiles the extra redaction patterns; an invalid one is an error naming it.
+func NewCapturer(extra []string) (*Capturer, error) {
+	c := &Capturer{}
+	for _, p := range extra {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("redact_patterns: %q: %w", p, err)
+		}
+		c.extra = append(c.extra, re)
+	}
+	return c, nil
+}
+
+// Capture renders a message with the built-in patterns only (see Capturer.Capture).
 func Capture(m contract.Message) (store.Message, bool) {
+	sm, _, ok := (&Capturer{}).Capture(m)
+	return sm, ok
+}
+
+// Capture renders a message into what is stored: its capture text with injected blocks
+// stripped and secrets redacted, its parts (redacted too) and its token count, and says how
+// many secrets it redacted. A message with nothing left to store is dropped (ok false).
+func (c *Capturer) Capture(m contract.Message) (store.Message, int, bool) {
+	redactions := 0
+	red := func(s string) string {
+		out, n := c.redact(s)
+		redactions += n
+		return out
+	}
 	parts := make([]contract.Part, 0, len(m.Parts))
 	for _, p := range m.Parts {
-		p.Text = clean(p.Text)
-		p.Caption = redact(p.Caption)
-		p.Arguments = redact(p.Arguments)
-		p.Output = redact(p.Output)
+		p.Text = red(stripInjected(p.Text))
+		p.Caption = red(p.Caption)
+		p.Arguments = red(p.Arguments)
+		p.Output = red(p.Output)
 		if p.Type == contract.PartText && strings.TrimSpace(p.Text) == "" {
 			continue
 		}
@@ -57,35 +89,55 @@ func Capture(m contract.Message) (store.Message, bool) {
 	cm.Parts = parts
 	text := strings.TrimSpace(cm.Text())
 	if text == "" {
-		return store.Message{}, false
+		return store.Message{}, redactions, false
 	}
 	pj, _ := json.Marshal(parts)
 	return store.Message{
 		MessageID: m.MessageID, Position: m.Position, Role: m.Role, Name: m.Name,
 		Content: text, Parts: pj, Tokens: tokens.Count(text), CreatedAt: m.CreatedAt.UTC(),
-	}, true
+	}, redactions, true
 }
 
-func clean(s string) string {
+func stripInjected(s string) string {
 	for _, re := range injectedBlocks {
 		s = re.ReplaceAllString(s, "")
 	}
-	return redact(s)
+	return s
 }
 
-func redact(s string) string {
-	for _, re := range secretPatterns {
-		s = re.ReplaceAllString(s, "[REDACTED]")
+// redact replaces every secret in s and counts the replacements.
+func (c *Capturer) redact(s string) (string, int) {
+	if s == "" {
+		return s, 0
 	}
-	s = bearerSecret.ReplaceAllString(s, "${1}[REDACTED]")
-	return keyedSecret.ReplaceAllStringFunc(s, func(match string) string {
+	n := 0
+	replace := func(re *regexp.Regexp, s, with string) string {
+		if k := len(re.FindAllStringIndex(s, -1)); k > 0 {
+			n += k
+			return re.ReplaceAllString(s, with)
+		}
+		return s
+	}
+	for _, re := range secretPatterns {
+		s = replace(re, s, "[REDACTED]")
+	}
+	for _, re := range c.extra {
+		s = replace(re, s, "[REDACTED]")
+	}
+	s = replace(bearerSecret, s, "${1}[REDACTED]")
+	s = keyedSecret.ReplaceAllStringFunc(s, func(match string) string {
 		sub := keyedSecret.FindStringSubmatch(match)
 		key, value := sub[1], sub[2]
+		if value == "[REDACTED]" || value == `"[REDACTED]"` || value == "'[REDACTED]'" {
+			return match
+		}
+		n++
 		if q := value[0]; (q == '"' || q == '\'') && len(value) > 1 {
 			return key + string(q) + "[REDACTED]" + string(q)
 		}
 		return key + "[REDACTED]"
 	})
+	return s, n
 }
 
 // afterPrePrompt keeps the messages after the host's pre-prompt count (positions are indices

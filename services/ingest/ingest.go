@@ -26,6 +26,8 @@ type Config struct {
 	Batch                 int      // messages per fetch, default 64
 	MaxFailures           int      // default 5
 	BypassSessionPatterns []string // glob patterns of session ids never captured
+	AgentPrefix           string   // prefix of OpenClaw agent ids (<prefix>_<id>)
+	RedactPatterns        []string // extra regular expressions redacted before storing
 }
 
 // Defaults returns the defaults of SPEC §6.
@@ -33,6 +35,9 @@ func Defaults() Config { return Config{CommitTokenThreshold: 20000, Batch: 64, M
 
 // Validate names the bad key.
 func (c Config) Validate() error {
+	if _, err := NewCapturer(c.RedactPatterns); err != nil {
+		return err
+	}
 	if c.CommitTokenThreshold < contract.MinCommitTokenThreshold || c.CommitTokenThreshold > contract.MaxCommitTokenThreshold {
 		return fmt.Errorf("commit_token_threshold: must be %d–%d, got %d", contract.MinCommitTokenThreshold, contract.MaxCommitTokenThreshold, c.CommitTokenThreshold)
 	}
@@ -59,8 +64,9 @@ type Service struct {
 	runner *bus.Runner
 	log    *slog.Logger
 
-	stored, duplicates, skipped, commits func(float64)
-	batchLatency                         func(float64)
+	capture                                          *Capturer
+	stored, duplicates, skipped, commits, redactions func(float64)
+	batchLatency                                     func(float64)
 }
 
 // New builds the service and its durable consumer.
@@ -74,8 +80,10 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	s := &Service{cfg: cfg, deps: deps, log: deps.Logger}
+	capture, _ := NewCapturer(cfg.RedactPatterns) // validated above
+	s := &Service{cfg: cfg, deps: deps, log: deps.Logger, capture: capture}
 	m := deps.Metrics
+	s.redactions = m.Counter("ingest_redactions_total", "Secrets redacted before storing.").Add
 	s.stored = m.Counter("ingest_messages_stored_total", "Messages stored.").Add
 	s.duplicates = m.Counter("ingest_messages_duplicate_total", "Duplicate messages acked without storing.").Add
 	s.skipped = m.Counter("ingest_events_skipped_total", "Events skipped (heartbeats, bypassed sessions, erased).").Add
@@ -160,6 +168,12 @@ func (s *Service) decode(m *bus.Msg) (store.Turn, bool, error) {
 	if err := ev.Validate(); err != nil {
 		return store.Turn{}, false, err
 	}
+	if ev.Source == contract.SourceOpenClaw {
+		// OpenClaw's ids are mapped to storage ids exactly as OpenViking's plugin does (SPEC §3);
+		// the publisher names the subject after the storage id.
+		ev.SessionID = contract.OpenClawSessionID(ev.SessionID, ev.SessionKey)
+		ev.AgentID = contract.OpenClawAgentID(ev.SessionKey, ev.AgentID, s.cfg.AgentPrefix)
+	}
 	if ev.AccountID != m.Account {
 		return store.Turn{}, false, fmt.Errorf("account_id %q disagrees with the subject's account %q", ev.AccountID, m.Account)
 	}
@@ -181,7 +195,8 @@ func (s *Service) decode(m *bus.Msg) (store.Turn, bool, error) {
 		msgs = afterPrePrompt(msgs, *n)
 	}
 	for _, cm := range msgs {
-		sm, ok := Capture(cm)
+		sm, n, ok := s.capture.Capture(cm)
+		s.redactions(float64(n))
 		if !ok {
 			continue
 		}
