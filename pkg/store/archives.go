@@ -201,7 +201,12 @@ func (s *Store) Archives(ctx context.Context, account, session string) ([]Archiv
 
 // GetArchive loads one archive of the account.
 func (s *Store) GetArchive(ctx context.Context, account, id string) (Archive, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT "+archiveCols+" FROM archives WHERE account_id = ? AND id = ?", account, id)
+	return s.oneArchive(ctx, "account_id = ? AND id = ?", account, id)
+}
+
+// oneArchive loads the first archive matching where, or ErrNotFound.
+func (s *Store) oneArchive(ctx context.Context, where string, args ...any) (Archive, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT "+archiveCols+" FROM archives WHERE "+where+" LIMIT 1", args...)
 	if err != nil {
 		return Archive{}, err
 	}
@@ -217,18 +222,7 @@ func (s *Store) GetArchive(ctx context.Context, account, id string) (Archive, er
 
 // ArchiveByRequest returns the archive a commit request created, or ErrNotFound.
 func (s *Store) ArchiveByRequest(ctx context.Context, account, requestID string) (Archive, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT "+archiveCols+" FROM archives WHERE account_id = ? AND request_id = ? ORDER BY from_seq DESC LIMIT 1", account, requestID)
-	if err != nil {
-		return Archive{}, err
-	}
-	as, err := scanArchives(rows)
-	if err != nil {
-		return Archive{}, err
-	}
-	if len(as) == 0 {
-		return Archive{}, ErrNotFound
-	}
-	return as[0], nil
+	return s.oneArchive(ctx, "account_id = ? AND request_id = ? ORDER BY from_seq DESC", account, requestID)
 }
 
 // SetArchiveMemories records the per-category memory counts of an archive's extraction.
