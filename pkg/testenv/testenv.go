@@ -25,6 +25,7 @@ const (
 	EnvMySQL      = "MEMBUS_TEST_MYSQL_DSN"
 	EnvRedis      = "MEMBUS_TEST_REDIS_URL"
 	EnvNATSServer = "MEMBUS_TEST_NATS_SERVER"
+	EnvQdrant     = "MEMBUS_TEST_QDRANT_URL"
 )
 
 // InCI reports whether the tests run in CI (CI=true), where skipping a real server is a failure.
@@ -151,6 +152,13 @@ func NATS(t testing.TB) (*server.Server, *nats.Conn) {
 func NATSServerBinary(t testing.TB) string {
 	t.Helper()
 	return Require(t, EnvNATSServer, "standalone nats-server")
+}
+
+// Qdrant returns the URL of a real Qdrant's gRPC endpoint (http://host:6334); the test
+// creates its own collection there and drops it after.
+func Qdrant(t testing.TB) string {
+	t.Helper()
+	return Require(t, EnvQdrant, "Qdrant")
 }
 
 func failOrSkip(t testing.TB, env string, err error) {
