@@ -10,6 +10,7 @@ import (
 // benches are the `membus bench <name>` commands, one file each (bench_<name>.go).
 var benches = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"ingest": benchIngestCmd,
+	"e2e":    benchE2ECmd,
 }
 
 // benchCmd runs `membus bench <name>`: each bench reports a floor measured in the same run and

@@ -22,6 +22,8 @@ Usage:
   membus dlq ls [--filter SUBJECT] [--limit N] | show SEQ [--json] | replay SEQ
   membus tail metrics|events
   membus bench ingest [--count N] [--concurrency C] [--sync always|interval|both] [--json]
+  membus bench e2e [--count N] [--sync always|interval|both] [--json]
+  membus eval locomo --data FILE [--baseline bm25] [--limit-conversations N] [--embedder hash] [--json]
   membus config print
   membus version
 
@@ -53,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return tail(rest, stdout, stderr)
 	case "bench":
 		return benchCmd(rest, stdout, stderr)
+	case "eval":
+		return evalCmd(rest, stdout, stderr)
 	case "config":
 		return configCmd(rest, stdout, stderr)
 	case "version", "--version":

@@ -1,0 +1,766 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"regexp"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/membus/membus/pkg/bench"
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/runtime"
+)
+
+// The LoCoMo evaluation (data README, "Evaluation protocol"): evidence recall of what recall
+// returns, per question category, membus and optionally the BM25 anchor through one harness.
+
+const (
+	locomoDateLayout = "3:04 pm on 2 January, 2006" // %I:%M %p on %d %B, %Y
+	evalRankedLimit  = 20                           // the protocol's recall limit
+	// evalRankedBudget lifts the injection budget of the ranked call (limit 20 items of at
+	// most 1000 chars each), so recall@k measures the ranking; the budget is measured apart,
+	// by a second call with every default.
+	evalRankedBudget = evalRankedLimit * 1000
+	// Defaults of SPEC §6 the BM25 baseline's budget row applies the same way.
+	evalDefaultLimit  = 6
+	evalDefaultBudget = 4000
+	evalWorkers       = 4 // recall calls in flight
+)
+
+var locomoEvidence = regexp.MustCompile(`D:?(\d+):(\d+)`)
+
+// errLocomoData: the data file is not LoCoMo's format.
+var errLocomoData = errors.New("locomo data")
+
+type locomoTurn struct {
+	Speaker     string `json:"speaker"`
+	DiaID       string `json:"dia_id"`
+	Text        string `json:"text"`
+	BlipCaption string `json:"blip_caption"`
+}
+
+// content is what the system ingests for a turn: the text, and the image caption for image
+// turns (some answers exist only in captions).
+func (t locomoTurn) content() string {
+	if t.BlipCaption != "" {
+		return t.Text + " [shares " + t.BlipCaption + "]"
+	}
+	return t.Text
+}
+
+type locomoSession struct {
+	N     int
+	Date  time.Time
+	Turns []locomoTurn
+}
+
+type locomoQuestion struct {
+	Question string
+	Category int
+	Evidence []string // normalised dia_ids that exist in the conversation
+}
+
+type locomoConv struct {
+	ID        string
+	Sessions  []locomoSession // in session order
+	Questions []locomoQuestion
+	turns     []locomoTurn // every turn in dialogue order
+	turnIndex map[string]int
+}
+
+// lastDate is the date of the conversation's last session: recall's `now`.
+func (c locomoConv) lastDate() time.Time { return c.Sessions[len(c.Sessions)-1].Date }
+
+// loadLocomo reads a LoCoMo JSON file (a list of samples).
+func loadLocomo(path string) ([]locomoConv, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var raw []struct {
+		SampleID     string                     `json:"sample_id"`
+		Conversation map[string]json.RawMessage `json:"conversation"`
+		QA           []struct {
+			Question string   `json:"question"`
+			Evidence []string `json:"evidence"`
+			Category int      `json:"category"`
+		} `json:"qa"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errLocomoData, path, err)
+	}
+	convs := make([]locomoConv, 0, len(raw))
+	for _, r := range raw {
+		c := locomoConv{ID: r.SampleID, turnIndex: map[string]int{}}
+		// The session_N keys, not the date keys: some date keys have no session.
+		for key, v := range r.Conversation {
+			rest, ok := strings.CutPrefix(key, "session_")
+			if !ok || strings.Contains(rest, "_") {
+				continue
+			}
+			n, err := strconv.Atoi(rest)
+			if err != nil {
+				continue
+			}
+			var s locomoSession
+			s.N = n
+			if err := json.Unmarshal(v, &s.Turns); err != nil {
+				return nil, fmt.Errorf("%w: %s %s: %w", errLocomoData, r.SampleID, key, err)
+			}
+			var date string
+			if err := json.Unmarshal(r.Conversation[key+"_date_time"], &date); err != nil {
+				return nil, fmt.Errorf("%w: %s %s_date_time: %w", errLocomoData, r.SampleID, key, err)
+			}
+			if s.Date, err = time.Parse(locomoDateLayout, strings.ToLower(strings.TrimSpace(date))); err != nil {
+				return nil, fmt.Errorf("%w: %s %s_date_time: %w", errLocomoData, r.SampleID, key, err)
+			}
+			if len(s.Turns) > 0 {
+				c.Sessions = append(c.Sessions, s)
+			}
+		}
+		if len(c.Sessions) == 0 {
+			return nil, fmt.Errorf("%w: %s has no sessions", errLocomoData, r.SampleID)
+		}
+		sort.Slice(c.Sessions, func(i, j int) bool { return c.Sessions[i].N < c.Sessions[j].N })
+		for _, s := range c.Sessions {
+			for _, t := range s.Turns {
+				if _, dup := c.turnIndex[t.DiaID]; dup {
+					return nil, fmt.Errorf("%w: %s: dia_id %s twice", errLocomoData, r.SampleID, t.DiaID)
+				}
+				c.turnIndex[t.DiaID] = len(c.turns)
+				c.turns = append(c.turns, t)
+			}
+		}
+		for _, q := range r.QA {
+			c.Questions = append(c.Questions, locomoQuestion{Question: q.Question, Category: q.Category, Evidence: c.normaliseEvidence(q.Evidence)})
+		}
+		convs = append(convs, c)
+	}
+	return convs, nil
+}
+
+// normaliseEvidence applies the README's regex to every evidence string (one may hold several
+// ids, e.g. "D8:6; D9:17") and drops ids that do not exist and repeats.
+func (c locomoConv) normaliseEvidence(ev []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range ev {
+		for _, m := range locomoEvidence.FindAllStringSubmatch(e, -1) {
+			s, _ := strconv.Atoi(m[1])
+			t, _ := strconv.Atoi(m[2])
+			id := fmt.Sprintf("D%d:%d", s, t)
+			if _, ok := c.turnIndex[id]; ok && !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// evalItem is one retrieved item and the dia_ids it is credited with.
+type evalItem struct {
+	sources []string
+}
+
+// evalAnswer is a system's answer to one question.
+type evalAnswer struct {
+	ranked   []evalItem // up to evalRankedLimit items, best first
+	budget   []evalItem // what fits the default injection budget
+	injected int        // chars injected with the default budget
+}
+
+// answerFunc answers question q of conversation conv.
+type answerFunc func(ctx context.Context, conv int, q locomoQuestion) (evalAnswer, error)
+
+// evalCategories are the report's rows: the headline (1–4), each category, 5 apart.
+var evalCategories = []struct{ key, label string }{
+	{"1-4", "1-4"}, {"1", "1 multi-hop"}, {"2", "2 temporal"}, {"3", "3 open-domain"}, {"4", "4 single-hop"}, {"5", "5 adversarial"},
+}
+
+// evalCategory is one category of a report (SPEC §10 field names and order).
+type evalCategory struct {
+	N                int     `json:"n"`
+	R1               float64 `json:"recall@1"`
+	R5               float64 `json:"recall@5"`
+	R10              float64 `json:"recall@10"`
+	R20              float64 `json:"recall@20"`
+	All10            float64 `json:"all@10"`
+	BudgetRecall     float64 `json:"budget_recall"`
+	AvgInjectedChars float64 `json:"avg_injected_chars"`
+	Turns10          float64 `json:"turns@10"`
+}
+
+// evalReport is one system's result: one SPEC §10 JSON line.
+type evalReport struct {
+	System     string
+	Config     string
+	Embedder   string
+	Categories map[string]*evalCategory
+}
+
+// MarshalJSON writes the SPEC §10 line with the categories in report order.
+func (r evalReport) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	head, err := json.Marshal(struct {
+		Eval     string `json:"eval"`
+		System   string `json:"system"`
+		Config   string `json:"config"`
+		Embedder string `json:"embedder"`
+	}{"locomo", r.System, r.Config, r.Embedder})
+	if err != nil {
+		return nil, err
+	}
+	buf.Write(head[:len(head)-1])
+	buf.WriteString(`,"categories":{`)
+	first := true
+	for _, c := range evalCategories {
+		cat, ok := r.Categories[c.key]
+		if !ok {
+			continue
+		}
+		b, err := json.Marshal(cat)
+		if err != nil {
+			return nil, err
+		}
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		fmt.Fprintf(&buf, "%q:%s", c.key, b)
+	}
+	buf.WriteString("}}")
+	return buf.Bytes(), nil
+}
+
+// evalScore accumulates the per-question measures of one category.
+type evalScore struct {
+	n                                          int
+	r1, r5, r10, r20, all10, budget, chars, tu float64
+}
+
+func (s *evalScore) add(gold []string, a evalAnswer, valid map[string]int) {
+	found := func(items []evalItem, k int) map[string]bool {
+		got := map[string]bool{}
+		for i := 0; i < len(items) && i < k; i++ {
+			for _, id := range items[i].sources {
+				if _, ok := valid[id]; ok {
+					got[id] = true
+				}
+			}
+		}
+		return got
+	}
+	recall := func(got map[string]bool) float64 {
+		hit := 0
+		for _, g := range gold {
+			if got[g] {
+				hit++
+			}
+		}
+		return float64(hit) / float64(len(gold))
+	}
+	s.n++
+	s.r1 += recall(found(a.ranked, 1))
+	s.r5 += recall(found(a.ranked, 5))
+	top10 := found(a.ranked, 10)
+	r10 := recall(top10)
+	s.r10 += r10
+	if r10 == 1 {
+		s.all10++
+	}
+	s.r20 += recall(found(a.ranked, 20))
+	s.budget += recall(found(a.budget, len(a.budget)))
+	s.chars += float64(a.injected)
+	s.tu += float64(len(top10))
+}
+
+func (s *evalScore) merge(o *evalScore) {
+	s.n += o.n
+	s.r1, s.r5, s.r10, s.r20 = s.r1+o.r1, s.r5+o.r5, s.r10+o.r10, s.r20+o.r20
+	s.all10, s.budget, s.chars, s.tu = s.all10+o.all10, s.budget+o.budget, s.chars+o.chars, s.tu+o.tu
+}
+
+func (s *evalScore) category() *evalCategory {
+	if s.n == 0 {
+		return &evalCategory{}
+	}
+	n := float64(s.n)
+	r := func(x float64, places int) float64 {
+		p := 1.0
+		for range places {
+			p *= 10
+		}
+		return float64(int64(x/n*p+0.5)) / p
+	}
+	return &evalCategory{N: s.n, R1: r(s.r1, 4), R5: r(s.r5, 4), R10: r(s.r10, 4), R20: r(s.r20, 4), All10: r(s.all10, 4),
+		BudgetRecall: r(s.budget, 4), AvgInjectedChars: r(s.chars, 1), Turns10: r(s.tu, 2)}
+}
+
+// runEval asks every question with evidence through answer (workers at a time) and scores the
+// answers in question order, so the report does not depend on scheduling.
+func runEval(ctx context.Context, convs []locomoConv, system, embedder string, workers int, prog io.Writer, answer answerFunc) (evalReport, error) {
+	type job struct {
+		conv int
+		q    locomoQuestion
+	}
+	var jobs []job
+	for ci, c := range convs {
+		for _, q := range c.Questions {
+			if len(q.Evidence) > 0 {
+				jobs = append(jobs, job{ci, q})
+			}
+		}
+	}
+	answers := make([]evalAnswer, len(jobs))
+	bar := bench.NewProgress(prog, "recall "+system, len(jobs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		next     = make(chan int)
+	)
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				a, err := answer(ctx, jobs[i].conv, jobs[i].q)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("%s question %q: %w", convs[jobs[i].conv].ID, jobs[i].q.Question, err)
+					}
+					mu.Unlock()
+					cancel()
+					continue
+				}
+				answers[i] = a
+				bar.Add(1)
+			}
+		}()
+	}
+feed:
+	for i := range jobs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	bar.Done()
+	if firstErr != nil {
+		return evalReport{}, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return evalReport{}, err
+	}
+	scores := map[string]*evalScore{}
+	for _, c := range evalCategories {
+		scores[c.key] = &evalScore{}
+	}
+	for i, j := range jobs {
+		key := strconv.Itoa(j.q.Category)
+		s, ok := scores[key]
+		if !ok {
+			s = &evalScore{}
+			scores[key] = s
+		}
+		s.add(j.q.Evidence, answers[i], convs[j.conv].turnIndex)
+	}
+	for _, k := range []string{"1", "2", "3", "4"} {
+		scores["1-4"].merge(scores[k])
+	}
+	rep := evalReport{System: system, Config: "default", Embedder: embedder, Categories: map[string]*evalCategory{}}
+	for k, s := range scores {
+		rep.Categories[k] = s.category()
+	}
+	return rep, nil
+}
+
+// bm25Answers is the BM25 anchor as a system: one index per conversation over raw turns
+// ("Speaker: text [shares caption]"); the budget row applies recall's defaults (at most 6
+// items, 4000 chars of item text) to the same ranking.
+func bm25Answers(convs []locomoConv) answerFunc {
+	indexes := make([]*bm25Index, len(convs))
+	docs := make([][]string, len(convs))
+	for i, c := range convs {
+		for _, t := range c.turns {
+			docs[i] = append(docs[i], t.Speaker+": "+t.content())
+		}
+		indexes[i] = newBM25Index(docs[i])
+	}
+	return func(_ context.Context, conv int, q locomoQuestion) (evalAnswer, error) {
+		order := indexes[conv].rank(q.Question)
+		var a evalAnswer
+		for _, d := range order[:min(len(order), evalRankedLimit)] {
+			a.ranked = append(a.ranked, evalItem{sources: []string{convs[conv].turns[d].DiaID}})
+		}
+		used := 0
+		var lines []string
+		for _, d := range order {
+			if len(a.budget) >= evalDefaultLimit {
+				break
+			}
+			text := docs[conv][d]
+			if used+len(text) > evalDefaultBudget {
+				continue
+			}
+			used += len(text)
+			a.budget = append(a.budget, evalItem{sources: []string{convs[conv].turns[d].DiaID}})
+			lines = append(lines, "- "+text)
+		}
+		if len(lines) > 0 {
+			a.injected = len("<relevant-memories>\n" + strings.Join(lines, "\n") + "\n</relevant-memories>")
+		}
+		return a, nil
+	}
+}
+
+// membusEval is a membus started in-process for the evaluation: one account, user and agent
+// per conversation.
+type membusEval struct {
+	env   *runtime.Env
+	convs []locomoConv
+	user  string
+	agent string
+}
+
+func (m *membusEval) account(conv int) string { return fmt.Sprintf("locomo-%d", conv+1) }
+
+// openEvalEnv starts every service, as `membus up` does, in a temporary data dir on free ports.
+func openEvalEnv(ctx context.Context, syncMode, embedder string, logger *slog.Logger) (*runtime.Env, func(), error) {
+	dir, err := os.MkdirTemp("", "membus-eval-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := config.Defaults()
+	cfg.DataDir = dir
+	cfg.NATSListen = "127.0.0.1:0"
+	cfg.NATSSync = syncMode
+	cfg.Embedder = embedder
+	cfg.InstanceID = "eval"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	cfg.HTTPAddr = ln.Addr().String()
+	ln.Close()
+	if err := cfg.Validate(); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	env, err := runtime.Open(ctx, cfg, logger)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	services, err := buildAll(env)
+	if err != nil {
+		env.Close()
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- env.RunAll(rctx, services...) }()
+	closeEnv := func() {
+		cancel()
+		<-done
+		env.Close()
+		os.RemoveAll(dir)
+	}
+	if err := waitRPCReady(ctx, env, done); err != nil {
+		closeEnv()
+		return nil, nil, err
+	}
+	return env, closeEnv, nil
+}
+
+// waitRPCReady waits until the commit and recall endpoints answer (the services register
+// them once they run), or the services stop.
+func waitRPCReady(ctx context.Context, env *runtime.Env, done <-chan error) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	const probe = "ready-probe"
+	for {
+		var res contract.CommitResult
+		var rec contract.RecallResponse
+		err := bus.Call(ctx, env.NC, env.Names.RPC(probe, "commit"), contract.CommitRPCRequest{V: contract.Version, RequestID: probe,
+			UserID: probe, SessionID: probe, Kind: contract.CommitSync, Wait: true}, &res)
+		if err == nil {
+			err = bus.Call(ctx, env.NC, env.Names.RPC(probe, "recall"), contract.RecallRequest{V: contract.Version, UserID: probe, Query: "ready?"}, &rec)
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("services stopped while starting: %w", err)
+		case <-ctx.Done():
+			return fmt.Errorf("services not ready: %w", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// ingest sends every session of conversation conv as turn events (two turns an event, in
+// dialogue order, the session date as message time plus a second a turn) and commits each
+// session at its end with the synchronous commit RPC (kind compact).
+func (m *membusEval) ingest(ctx context.Context, conv int, bar *bench.Progress) error {
+	c, account := m.convs[conv], m.account(conv)
+	for _, s := range c.Sessions {
+		session := fmt.Sprintf("session-%d", s.N)
+		subject := m.env.Names.Turns(account, session)
+		for i := 0; i < len(s.Turns); i += 2 {
+			ev := contract.TurnEvent{V: contract.Version, AccountID: account, UserID: m.user, AgentID: m.agent, SessionID: session, Source: "locomo"}
+			var ids []string
+			for j, t := range s.Turns[i:min(i+2, len(s.Turns))] {
+				at := s.Date.Add(time.Duration(i+j) * time.Second)
+				ev.Messages = append(ev.Messages, contract.Message{MessageID: t.DiaID, Position: j, Role: contract.RoleUser, Name: t.Speaker,
+					Parts: []contract.Part{{Type: contract.PartText, Text: t.content()}}, CreatedAt: at})
+				ev.SentAt = at
+				ids = append(ids, t.DiaID)
+			}
+			ev.EventID = bus.MsgID(append([]string{account, session}, ids...)...)
+			if _, err := bus.PublishJSON(ctx, m.env.JS, subject, ev.EventID, ev); err != nil {
+				return fmt.Errorf("publish %s %s: %w", c.ID, session, err)
+			}
+			bar.Add(len(ids))
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		var res contract.CommitResult
+		err := bus.Call(cctx, m.env.NC, m.env.Names.RPC(account, "commit"), contract.CommitRPCRequest{V: contract.Version,
+			RequestID: "locomo-" + account + "-" + session, UserID: m.user, AgentID: m.agent, SessionID: session,
+			Kind: contract.CommitCompact, Wait: true, TimeoutMS: int((4 * time.Minute).Milliseconds())}, &res)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("commit %s %s: %w", c.ID, session, err)
+		}
+		if res.Status != contract.StatusCompleted {
+			return fmt.Errorf("commit %s %s: status %s (%s)", c.ID, session, res.Status, res.Reason)
+		}
+	}
+	return nil
+}
+
+// answer asks recall twice: the protocol's ranked call (limit 20, `now` = the conversation's
+// last session date) and a call with every default (limit 6, 4000 chars: what the agent
+// would see). An item is credited with its sources (a memory's provenance, an archive item's
+// one message); a digest with nothing.
+func (m *membusEval) answer(ctx context.Context, conv int, q locomoQuestion) (evalAnswer, error) {
+	now := m.convs[conv].lastDate()
+	subject := m.env.Names.RPC(m.account(conv), "recall")
+	var ranked, budget contract.RecallResponse
+	if err := bus.Call(ctx, m.env.NC, subject, contract.RecallRequest{V: contract.Version, UserID: m.user, AgentID: m.agent,
+		Query: q.Question, Limit: evalRankedLimit, MaxInjectedChars: evalRankedBudget, Now: &now}, &ranked); err != nil {
+		return evalAnswer{}, err
+	}
+	if err := bus.Call(ctx, m.env.NC, subject, contract.RecallRequest{V: contract.Version, UserID: m.user, AgentID: m.agent,
+		Query: q.Question, Now: &now}, &budget); err != nil {
+		return evalAnswer{}, err
+	}
+	items := func(its []contract.RecallItem) []evalItem {
+		out := make([]evalItem, 0, len(its))
+		for _, it := range its {
+			var e evalItem
+			if it.Kind != contract.KindDigest {
+				e.sources = it.Sources
+			}
+			out = append(out, e)
+		}
+		return out
+	}
+	return evalAnswer{ranked: items(ranked.Items), budget: items(budget.Items), injected: len(budget.Block)}, nil
+}
+
+// evalLocomo runs membus (and the baseline) on the conversations.
+func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalReport, error) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	env, closeEnv, err := openEvalEnv(ctx, p.sync, p.embedder, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer closeEnv()
+	m := &membusEval{env: env, convs: convs, user: "locomo-user", agent: "main"}
+	turns := 0
+	for _, c := range convs {
+		turns += len(c.turns)
+	}
+	start := time.Now()
+	bar := bench.NewProgress(p.progress, "ingest", turns)
+	for i := range convs {
+		if err := m.ingest(ctx, i, bar); err != nil {
+			return nil, err
+		}
+	}
+	bar.Done()
+	fmt.Fprintf(p.notes, "membus: ingested and committed %d turns of %d conversations in %s (sync %s, embedder %s)\n",
+		turns, len(convs), time.Since(start).Round(time.Millisecond), p.sync, env.Embedder.Model())
+	start = time.Now()
+	rep, err := runEval(ctx, convs, "membus", env.Embedder.Model(), evalWorkers, p.progress, m.answer)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(p.notes, "membus: %d questions recalled (2 calls each) in %s\n", rep.Categories["1-4"].N+rep.Categories["5"].N, time.Since(start).Round(time.Millisecond))
+	reports := []evalReport{rep}
+	if p.baseline == "bm25" {
+		b, err := runEval(ctx, convs, "bm25", "none", 1, p.progress, bm25Answers(convs))
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, b)
+	}
+	return reports, nil
+}
+
+// evalParams are the knobs of one `membus eval locomo` run.
+type evalParams struct {
+	sync     string
+	embedder string
+	baseline string
+	progress io.Writer // progress bars (nil = none)
+	notes    io.Writer // one line per phase
+}
+
+// evalCmd runs `membus eval <name>`.
+func evalCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "locomo" {
+		fmt.Fprintln(stderr, "usage: membus eval locomo --data FILE [--baseline bm25] [--limit-conversations N] [--embedder hash] [--sync interval|always] [--json]")
+		return 2
+	}
+	fs := flag.NewFlagSet("membus eval locomo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", "", "LoCoMo JSON file (e.g. ../shared/data/locomo/locomo-dev.json)")
+	baseline := fs.String("baseline", "", `"bm25": also run the README's BM25 anchor over raw turns through the same harness`)
+	limitConvs := fs.Int("limit-conversations", 0, "evaluate only the first N conversations (0 = all)")
+	embedder := fs.String("embedder", "hash", "embedder of the membus run (pinned: never what happens to be on disk)")
+	syncMode := fs.String("sync", "interval", `JetStream durability of the embedded server: "interval" (fast; the default here) or "always"`)
+	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
+	progress := fs.Bool("progress", false, "draw progress bars on stderr even when it is not a terminal")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "membus eval locomo: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	case *data == "":
+		fmt.Fprintln(stderr, "membus eval locomo: --data FILE is required")
+		return 2
+	case *baseline != "" && *baseline != "bm25":
+		fmt.Fprintf(stderr, "membus eval locomo: --baseline must be bm25, got %q\n", *baseline)
+		return 2
+	case *syncMode != "always" && *syncMode != "interval":
+		fmt.Fprintf(stderr, "membus eval locomo: --sync must be always or interval, got %q\n", *syncMode)
+		return 2
+	case *embedder == "auto":
+		fmt.Fprintln(stderr, "membus eval locomo: --embedder must name an embedder (hash, onnx, openai), not auto")
+		return 2
+	case *limitConvs < 0:
+		fmt.Fprintln(stderr, "membus eval locomo: --limit-conversations must be ≥ 0")
+		return 2
+	}
+	convs, err := loadLocomo(*data)
+	if err != nil {
+		fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+		return 1
+	}
+	if *limitConvs > 0 && *limitConvs < len(convs) {
+		convs = convs[:*limitConvs]
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, notes: stderr}
+	if *progress || isTerminal(stderr) {
+		p.progress = stderr
+	}
+	ctx, stop := runtime.SignalContext()
+	defer stop()
+	start := time.Now()
+	reports, err := evalLocomo(ctx, convs, p)
+	if err != nil {
+		fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "membus eval locomo: %d conversations in %s\n", len(convs), time.Since(start).Round(time.Millisecond))
+	if *asJSON {
+		err = writeEvalJSON(stdout, reports...)
+	} else {
+		err = writeEvalTable(stdout, reports...)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// writeEvalJSON writes one SPEC §10 line per report.
+func writeEvalJSON(w io.Writer, reports ...evalReport) error {
+	var buf bytes.Buffer
+	for _, r := range reports {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("eval json: %w", err)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// writeEvalTable writes the human table: per system, the headline (1–4), each category, and
+// the adversarial category apart.
+func writeEvalTable(w io.Writer, reports ...evalReport) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "system\tembedder\tcategory\tn\tR@1\tR@5\tR@10\tR@20\tall@10\tbudget R\tinjected chars\tturns@10\t")
+	for _, r := range reports {
+		for _, c := range evalCategories {
+			cat, ok := r.Categories[c.key]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\t%.2f\t\n", r.System, r.Embedder, c.label, cat.N,
+				cat.R1, cat.R5, cat.R10, cat.R20, cat.All10, cat.BudgetRecall, cat.AvgInjectedChars, cat.Turns10)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write eval table: %w", err)
+	}
+	return nil
+}
