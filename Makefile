@@ -20,6 +20,7 @@ run: build
 # Each module is tested on its own: the workspace root is not a module.
 test:
 	@set -e; for d in $(MODULES); do echo "== go test $$d"; (cd $$d && $(GO) test $(TEST_FLAGS) ./...); done
+	bash clients/openclaw/scripts/test.sh
 
 # Go benchmarks of every module (BENCHTIME=2s for steadier numbers).
 BENCHTIME ?= 1s
