@@ -22,9 +22,18 @@ type Extractor interface {
 	Name() string
 }
 
-// Heuristic is the default extractor: rules over sentences, no network. It recognises
-// profile facts, preferences (with polarity), events with absolute dates, decisions and
-// tasks, and keeps other first-person statements as facts. "I"/"my" resolve to the speaker.
+// Scopes of a memory: user messages feed the user scope, assistant messages the agent scope.
+const (
+	ScopeUser  = "user"
+	ScopeAgent = "agent"
+)
+
+// Heuristic is the default extractor: rules over sentences, no network. From user messages it
+// takes profile facts, preferences and habits (with polarity), entities with their relation
+// to the speaker, events with absolute dates, decisions, tasks and other first-person facts;
+// from assistant messages, cases (a problem and what solved it), patterns (recurring
+// procedures) and decisions. Corrections ("actually, it's Rex, not Max") replace the value
+// they correct. "I"/"my" resolve to the speaker.
 type Heuristic struct{}
 
 // NewHeuristic returns the heuristic extractor.
@@ -33,149 +42,165 @@ func NewHeuristic() *Heuristic { return &Heuristic{} }
 // Name implements Extractor.
 func (*Heuristic) Name() string { return "heuristic" }
 
-var (
-	sentenceSplit = regexp.MustCompile(`[^.!?\n]+[.!?]*`)
-	firstPerson   = regexp.MustCompile(`(?i)\b(i|i'm|i've|i'd|i'll|my|me|mine|we|we're|our|us)\b`)
-	rePrefer      = regexp.MustCompile(`(?i)\b(?:i|we)\s+(?:really\s+|also\s+|absolutely\s+)?(don't like|do not like|dislike|hate|can't stand|love|like|enjoy|prefer|adore)\s+(.+)`)
-	reNoLonger    = regexp.MustCompile(`(?i)\b(?:i|we)\s+(?:don't|do not|no longer)\s+(?:like|enjoy|love)\s+(.+?)(?:\s+any\s*more|\s+anymore)?[\s.!?]*$`)
-	reName        = regexp.MustCompile(`(?i:\bmy name is)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)`)
-	reLive        = regexp.MustCompile(`(?i:\bi\s+(?:live|moved|am moving|'m moving|relocated)\s+(?:in|to))\s+([A-Z][\w'-]*(?:(?:\s+|,\s*)[A-Z][\w'-]*)*)`)
-	reWork        = regexp.MustCompile(`(?i)\bi\s+(?:work|am working|'m working)\s+(?:as|at|for)\s+(.+)`)
-	reIAm         = regexp.MustCompile(`(?i)\bi(?:\s+am|'m)\s+(?:a|an)\s+(.+)`)
-	reMyIs        = regexp.MustCompile(`(?i)\bmy\s+([a-z][a-z' ]{1,40}?)\s+(?:is|are|was)\s+(?:named\s+|called\s+)?(.+)`)
-	reNamed       = regexp.MustCompile(`(?i:\b(?:i have|i've got|i got|we have)\s+(?:a|an)\s+([a-z]+)\s+(?:named|called))\s+([A-Z][\w'-]*)`)
-	reDecision    = regexp.MustCompile(`(?i)\b(?:we|i)\s+(?:decided|agreed|chose|settled on|will go with)\b|\blet's go with\b`)
-	reTask        = regexp.MustCompile(`(?i)\b(?:remind me to|i need to|i have to|i must|todo:|to-do:|don't forget to)\b`)
-)
+// Importance of each category (a rough prior; recall may weigh it).
+var importance = map[string]float64{
+	Profile: 0.9, Preference: 0.7, Entity: 0.7, Event: 0.6, Decision: 0.7, Task: 0.6, Fact: 0.4, Case: 0.7, Pattern: 0.7,
+}
+
+// extraction is the state of one Extract call.
+type extraction struct {
+	out     []Candidate
+	learned string // a user who says "my name is X" is X from then on, when the host gave no name
+	lastUsr *Message
+}
 
 // Extract implements Extractor.
 func (h *Heuristic) Extract(_ context.Context, msgs []Message) ([]Candidate, error) {
-	var out []Candidate
-	learned := "" // a user who says "my name is X" is X from then on, when the host gave no name
-	for _, m := range msgs {
+	x := &extraction{}
+	for i := range msgs {
+		m := msgs[i]
 		if m.Role != "user" && m.Role != "assistant" {
 			continue
 		}
-		speaker := m.Name
-		if speaker == "" && m.Role == "user" {
-			if g := reName.FindStringSubmatch(m.Text); g != nil {
-				learned = g[1]
-			}
-			speaker = learned
-		}
-		if speaker == "" {
-			if m.Role == "user" {
-				speaker = "User"
-			} else {
-				speaker = "Assistant"
-			}
-		}
-		scope := "user"
-		if m.Role == "assistant" {
-			scope = "agent"
-		}
-		for _, raw := range sentenceSplit.FindAllString(m.Text, -1) {
-			s := strings.TrimSpace(raw)
-			if len(strings.Fields(s)) < 3 {
+		m.Text = strings.ReplaceAll(m.Text, "’", "'")
+		speaker := x.speaker(m)
+		for _, s := range Sentences(m.Text) {
+			if len(strings.Fields(s)) < 3 || strings.HasSuffix(s, "?") {
 				continue
 			}
 			if m.Role == "assistant" {
-				// Assistant side: keep only decisions and commitments (agent scope).
-				if reDecision.MatchString(s) {
-					out = append(out, h.candidate(scope, Decision, speaker, "", 1, s, s, 0.6, m))
-				}
+				x.add(agentRules(s, speaker, m, x.lastUsr)...)
 				continue
 			}
-			if c, ok := h.classify(s, speaker, m); ok {
-				out = append(out, c)
+			if x.correct(s, speaker, m) {
+				continue
+			}
+			x.add(userRules(s, speaker, m)...)
+		}
+		if m.Role == "user" {
+			x.lastUsr = &msgs[i]
+		}
+	}
+	return x.out, nil
+}
+
+func (x *extraction) speaker(m Message) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	if m.Role == "user" {
+		if g := reName.FindStringSubmatch(m.Text); g != nil {
+			x.learned = g[1]
+		}
+		if x.learned != "" {
+			return x.learned
+		}
+		return "User"
+	}
+	return "Assistant"
+}
+
+// add appends candidates; one restating a fact already extracted in this call only adds its
+// source to the first.
+func (x *extraction) add(cs ...Candidate) {
+	for _, c := range cs {
+		dup := false
+		for i := range x.out {
+			o := &x.out[i]
+			if o.Category == c.Category && o.Scope == c.Scope && Normalize(o.Subject) == Normalize(c.Subject) &&
+				Normalize(o.Attribute) == Normalize(c.Attribute) && o.Polarity == c.Polarity && Normalize(o.Value) == Normalize(c.Value) {
+				for _, s := range c.Sources {
+					if !containsString(o.Sources, s) {
+						o.Sources = append(o.Sources, s)
+					}
+				}
+				dup = true
+				break
 			}
 		}
-	}
-	return out, nil
-}
-
-func (h *Heuristic) classify(s, speaker string, m Message) (Candidate, bool) {
-	scope := "user"
-	switch {
-	case reName.MatchString(s):
-		v := reName.FindStringSubmatch(s)[1]
-		return h.candidate(scope, Profile, speaker, "name", 1, v, s, 0.9, m), true
-	case reLive.MatchString(s):
-		v := strings.TrimRight(reLive.FindStringSubmatch(s)[1], " ,")
-		return h.candidate(scope, Profile, speaker, "lives in", 1, v, s, 0.8, m), true
-	case reWork.MatchString(s):
-		v := trimObject(reWork.FindStringSubmatch(s)[1])
-		return h.candidate(scope, Profile, speaker, "works", 1, v, s, 0.8, m), true
-	case reNamed.MatchString(s):
-		g := reNamed.FindStringSubmatch(s)
-		return h.candidate(scope, Entity, speaker, strings.ToLower(g[1])+" name", 1, g[2], s, 0.8, m), true
-	case reNoLonger.MatchString(s):
-		obj := trimObject(reNoLonger.FindStringSubmatch(s)[1])
-		return h.candidate(scope, Preference, speaker, "likes "+Normalize(obj), -1, obj, s, 0.7, m), true
-	case rePrefer.MatchString(s):
-		g := rePrefer.FindStringSubmatch(s)
-		verb, obj := strings.ToLower(g[1]), trimObject(g[2])
-		pol := 1
-		switch verb {
-		case "don't like", "do not like", "dislike", "hate", "can't stand":
-			pol = -1
+		if !dup {
+			x.out = append(x.out, c)
 		}
-		return h.candidate(scope, Preference, speaker, "likes "+Normalize(obj), pol, obj, s, 0.7, m), true
-	case reMyIs.MatchString(s):
-		g := reMyIs.FindStringSubmatch(s)
-		attr := strings.ToLower(strings.TrimSpace(g[1]))
-		return h.candidate(scope, Entity, speaker, attr, 1, trimObject(g[2]), s, 0.6, m), true
-	case reDecision.MatchString(s):
-		return h.candidate(scope, Decision, speaker, "", 1, s, s, 0.6, m), true
-	case reTask.MatchString(s):
-		return h.candidate(scope, Task, speaker, "", 1, s, s, 0.6, m), true
 	}
-	if when, ok := ResolveTime(s, m.CreatedAt); ok && firstPerson.MatchString(s) {
-		c := h.candidate(scope, Event, speaker, "", 1, s, s, 0.6, m)
-		c.EventTime = &when
-		return c, true
-	}
-	if firstPerson.MatchString(s) && len(strings.Fields(s)) >= 5 {
-		return h.candidate(scope, Fact, speaker, "", 1, s, s, 0.4, m), true
-	}
-	return Candidate{}, false
 }
 
-func (h *Heuristic) candidate(scope, cat, speaker, attr string, pol int, value, sentence string, imp float64, m Message) Candidate {
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// newCandidate builds a candidate from a sentence: the text is the sentence with the speaker
+// resolved, the event time whatever the sentence dates.
+func newCandidate(scope, cat, subject, attr string, pol int, value, sentence, speaker string, m Message) Candidate {
 	text := ResolveSpeaker(sentence, speaker)
-	return Candidate{
-		Scope: scope, Category: cat, Subject: speaker, Attribute: attr, Polarity: pol,
-		Value: value, Abstract: Abstract(text), Text: text, Importance: imp, Sources: []string{m.ID},
+	c := Candidate{
+		Scope: scope, Category: cat, Subject: subject, Attribute: attr, Polarity: pol,
+		Value: value, Abstract: Abstract(text), Text: text, Importance: importance[cat], Sources: []string{m.ID},
+		Extractor: "heuristic",
 	}
+	if when, ok := ResolveTime(sentence, m.CreatedAt); ok {
+		c.EventTime = &when
+	}
+	return c
 }
 
+var reAbbrev = regexp.MustCompile(`(?i)(?:^|\s)(?:dr|mr|mrs|ms|st|vs|etc|e\.g|i\.e|approx|no|jr|sr)$`)
+
+// Sentences splits text at sentence ends (., ! or ? followed by a space or the end, not after
+// a common abbreviation) and at line breaks; "Node.js" and "3.5" stay whole.
+func Sentences(text string) []string {
+	var out []string
+	emit := func(s string) {
+		s = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(s), "-*•>#"))
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		start := 0
+		for i := 0; i < len(line); i++ {
+			c := line[i]
+			if c != '.' && c != '!' && c != '?' {
+				continue
+			}
+			j := i
+			for j+1 < len(line) && (line[j+1] == '.' || line[j+1] == '!' || line[j+1] == '?') {
+				j++
+			}
+			if j+1 < len(line) && line[j+1] != ' ' && line[j+1] != '\t' && line[j+1] != '"' && line[j+1] != ')' {
+				i = j
+				continue
+			}
+			if c == '.' && j == i && reAbbrev.MatchString(line[start:i]) {
+				continue
+			}
+			emit(line[start : j+1])
+			start = j + 1
+			i = j
+		}
+		emit(line[start:])
+	}
+	return out
+}
+
+// trimObject cuts an object phrase at the first clause boundary and drops trailing filler.
 func trimObject(s string) string {
 	s = strings.TrimSpace(s)
-	s = strings.TrimRight(s, ".!?,; ")
-	for _, cut := range []string{" because ", " but ", " since ", " and i ", " so "} {
-		if i := strings.Index(strings.ToLower(s), cut); i > 0 {
-			s = s[:i]
+	s = strings.TrimRight(s, ".!?,;: ")
+	low := strings.ToLower(s)
+	for _, cut := range []string{" because ", " but ", " since ", " and i ", " so ", ", and ", ", which ", ", not ", " anymore", " any more", " these days", " nowadays"} {
+		if i := strings.Index(low, cut); i > 0 {
+			s, low = s[:i], low[:i]
 		}
 	}
-	return s
-}
-
-var (
-	reI    = regexp.MustCompile(`\bI\b`)
-	reIm   = regexp.MustCompile(`(?i)\bI'm\b`)
-	reIve  = regexp.MustCompile(`(?i)\bI've\b`)
-	reMy   = regexp.MustCompile(`(?i)\bmy\b`)
-	reMe   = regexp.MustCompile(`(?i)\bme\b`)
-	reMine = regexp.MustCompile(`(?i)\bmine\b`)
-)
-
-// ResolveSpeaker rewrites first-person singular references to the speaker's name.
-func ResolveSpeaker(s, speaker string) string {
-	s = reIm.ReplaceAllString(s, speaker+" is")
-	s = reIve.ReplaceAllString(s, speaker+" has")
-	s = reI.ReplaceAllString(s, speaker)
-	s = reMy.ReplaceAllString(s, speaker+"'s")
-	s = reMine.ReplaceAllString(s, speaker+"'s")
-	s = reMe.ReplaceAllString(s, speaker)
-	return s
+	for _, tail := range []string{" a lot", " very much", " so much", " too", " as well", " though"} {
+		if strings.HasSuffix(low, tail) {
+			s, low = s[:len(s)-len(tail)], low[:len(low)-len(tail)]
+		}
+	}
+	return strings.TrimRight(strings.TrimSpace(s), ".!?,;: ")
 }

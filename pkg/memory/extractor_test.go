@@ -20,12 +20,13 @@ func TestHeuristicExtract(t *testing.T) {
 		textHas   string
 	}{
 		{"a name is a profile fact", "Hi, my name is Caroline Smith.", memory.Profile, "name", 1, "Caroline Smith", "Caroline"},
-		{"where one lives is a profile fact", "I live in Boston with my sister.", memory.Profile, "lives in", 1, "Boston", "Caroline live in Boston with Caroline's sister"},
+		{"where one lives is a profile fact", "I live in Boston with my sister.", memory.Profile, "lives in", 1, "Boston", "Caroline lives in Boston with Caroline's sister"},
 		{"a move updates the same slot", "I moved to Denver last year.", memory.Profile, "lives in", 1, "Denver", "Denver"},
-		{"likes are preferences", "I really love black coffee in the morning.", memory.Preference, "likes black coffee in the morning", 1, "black coffee in the morning", "Caroline really love"},
+		{"likes are preferences", "I really love black coffee in the morning.", memory.Preference, "likes black coffee in the morning", 1, "black coffee in the morning", "Caroline really loves"},
 		{"dislikes have negative polarity", "I hate black coffee in the morning.", memory.Preference, "likes black coffee in the morning", -1, "black coffee in the morning", ""},
-		{"a pet is an entity", "I have a dog named Max.", memory.Entity, "dog name", 1, "Max", "Max"},
-		{"my X is Y is an entity fact", "My favourite book is Dune.", memory.Entity, "favourite book", 1, "Dune", "Caroline's favourite book"},
+		{"a pet is an entity", "I have a dog named Max.", memory.Entity, "dog", 1, "Max", "Max"},
+		{"a favourite is a preference", "My favourite book is Dune.", memory.Preference, "favorite book", 1, "Dune", "Caroline's favourite book"},
+		{"my X is Y is an entity fact", "My car is a red Tesla.", memory.Entity, "car", 1, "a red Tesla", "Caroline's car"},
 		{"decisions are kept", "We decided to use Postgres for the project.", memory.Decision, "", 1, "", "Postgres"},
 		{"tasks are kept", "Remind me to renew the passport.", memory.Task, "", 1, "", "renew the passport"},
 		{"first-person statements are facts", "I went hiking with friends at the lake.", memory.Fact, "", 1, "", "Caroline went hiking"},
@@ -70,6 +71,19 @@ func TestResolveTime(t *testing.T) {
 		{"two weeks ago I ran", "2023-04-24"},
 		{"next month we move", "2023-06-01"},
 		{"last year I started", "2022-01-01"},
+		{"the day before yesterday we met", "2023-05-06"},
+		{"I ran a marathon on May 3rd", "2023-05-03"},
+		{"I'm flying out on May 3rd", "2024-05-03"},
+		{"we went there on the 2nd of April", "2023-04-02"},
+		{"she was born on March 4, 1990", "1990-03-04"},
+		{"I graduated in 2019", "2019-01-01"},
+		{"in two weeks I start", "2023-05-22"},
+		{"a couple of days ago", "2023-05-06"},
+		{"I saw him on Friday", "2023-05-05"},
+		{"I will see him on Friday", "2023-05-12"},
+		{"this weekend we hike", "2023-05-13"},
+		{"we moved there in March", "2023-03-01"},
+		{"the deadline is 2023-07-01", "2023-07-01"},
 	}
 	for _, tc := range cases {
 		got, ok := memory.ResolveTime(tc.text, at)
@@ -77,8 +91,27 @@ func TestResolveTime(t *testing.T) {
 			t.Errorf("%q: got %v %v, want %s", tc.text, got, ok, tc.want)
 		}
 	}
-	if _, ok := memory.ResolveTime("no time here", at); ok {
-		t.Error("resolved a time in a sentence without one")
+	for _, none := range []string{"no time here", "this may work", "I may go"} {
+		if got, ok := memory.ResolveTime(none, at); ok {
+			t.Errorf("%q: resolved %v in a sentence without a time", none, got)
+		}
+	}
+}
+
+func TestResolveSpeaker(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"I live in Boston with my sister.", "Caroline lives in Boston with Caroline's sister."},
+		{"I usually go to the gym.", "Caroline usually goes to the gym."},
+		{"I don't like coffee.", "Caroline doesn't like coffee."},
+		{"I have a dog and I watch him daily.", "Caroline has a dog and Caroline watches him daily."},
+		{"I moved to Denver.", "Caroline moved to Denver."},
+		{"I'm tired, I've slept badly, I'll rest.", "Caroline is tired, Caroline has slept badly, Caroline will rest."},
+		{"i study French and it helps me.", "Caroline studies French and it helps Caroline."},
+	}
+	for _, tc := range cases {
+		if got := memory.ResolveSpeaker(tc.in, "Caroline"); got != tc.want {
+			t.Errorf("ResolveSpeaker(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
 

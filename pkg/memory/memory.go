@@ -46,6 +46,7 @@ type Candidate struct {
 	Importance float64
 	Sources    []string // message ids
 	EventTime  *time.Time
+	Extractor  string // which extractor produced it: "heuristic", "llm" (not part of the id)
 }
 
 // ID is the deterministic memory id (SPEC §5): UUIDv5 over account, user, scope, agent when
@@ -75,6 +76,22 @@ func DigestID(account, user, agent, period, bucket string) string {
 // ArchiveID is the deterministic id of an archive: (account, session, range).
 func ArchiveID(account, session string, from, to int64) string {
 	return uuid.NewSHA1(namespace, []byte(strings.Join([]string{"archive", account, session, itoa(from), itoa(to)}, "\x1f"))).String()
+}
+
+// ArchiveMessageID is the deterministic index id of one archived message (recall's `archive`
+// target): (account, session, message id).
+func ArchiveMessageID(account, session, messageID string) string {
+	return uuid.NewSHA1(namespace, []byte(strings.Join([]string{"archive-message", account, session, messageID}, "\x1f"))).String()
+}
+
+// ArchiveMessageText is the indexed text of an archived message, "Name: content" so the
+// speaker is searchable (the role when the message has no name).
+func ArchiveMessageText(role, name, content string) string {
+	who := name
+	if who == "" {
+		who = role
+	}
+	return who + ": " + content
 }
 
 // ContentHash is the hash of the normalised text (exact-duplicate detection).

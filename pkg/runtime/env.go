@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,9 +24,12 @@ import (
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/lock"
+	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/metrics"
+	"github.com/membus/membus/pkg/session"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
+	"github.com/membus/membus/pkg/vector/qdrant"
 )
 
 // Env is the set of shared dependencies of one process.
@@ -38,6 +43,7 @@ type Env struct {
 	JS       jetstream.JetStream
 	Store    *store.Store
 	Redis    *redis.Client // nil when MEMBUS_REDIS_URL is unset
+	Sessions session.Store // session history: SQL, with the Redis hot cache when Redis is set
 	Locker   lock.Locker
 	Embedder embed.Embedder
 	Vectors  vector.Store
@@ -72,6 +78,10 @@ func Open(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Env, 
 	}
 	if err := e.openRedis(ctx); err != nil {
 		return nil, err
+	}
+	e.Sessions = session.NewSQL(e.Store)
+	if e.Redis != nil {
+		e.Sessions = session.NewCached(e.Store, e.Redis, e.Names.Prefix+":", e.Metrics("sessions"), logger.With("component", "session-cache"))
 	}
 	if err := e.openVectors(ctx); err != nil {
 		return nil, err
@@ -161,29 +171,118 @@ func (e *Env) openRedis(ctx context.Context) error {
 	return nil
 }
 
-// openVectors opens the embedder and the local vector store. The store is checked against
-// SQL's stored embeddings and rebuilt from them when it disagrees or is missing.
+// openVectors opens the embedder and the vector store: Qdrant when MEMBUS_QDRANT_URL is set
+// (no reconcile: Qdrant is the deployment's index), else the local store, which is checked
+// against SQL's stored embeddings and rebuilt from them when it disagrees or is missing.
+// MEMBUS_EMBEDDER=auto follows the model already stored with the index, else hash.
 func (e *Env) openVectors(ctx context.Context) error {
-	switch e.Config.Embedder {
-	case "auto", "hash":
+	cfg := e.Config
+	redactedQdrant := cfg.Redacted().QdrantURL
+	dir := filepath.Join(cfg.DataDir, "vectors")
+
+	// The model stored with the index ("" when there is none), which auto follows.
+	stored := ""
+	switch {
+	case cfg.Embedder != "auto":
+	case cfg.QdrantURL != "":
+		s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL})
+		switch {
+		case errors.Is(err, qdrant.ErrNoCollection):
+		case err != nil:
+			return fmt.Errorf("MEMBUS_QDRANT_URL %s: %w", redactedQdrant, err)
+		default:
+			stored = s.Model()
+			s.Close()
+		}
 	default:
-		return fmt.Errorf("MEMBUS_EMBEDDER=%s: not available in this build yet; use hash or auto", e.Config.Embedder)
+		m, _, err := vector.LocalModel(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return fmt.Errorf("vector index in %s (MEMBUS_DATA_DIR): %w", dir, err)
+		default:
+			stored = m
+		}
 	}
-	e.Embedder = embed.NewCached(embed.NewHash(), 10000)
-	dir := filepath.Join(e.Config.DataDir, "vectors")
+
+	openAI := func(model string) (embed.Embedder, error) {
+		if cfg.EmbedBaseURL == "" {
+			return nil, fmt.Errorf("MEMBUS_EMBED_BASE_URL is required for the openai embedder (model %s)", model)
+		}
+		o, err := embed.NewOpenAI(cfg.EmbedBaseURL, model, cfg.EmbedAPIKey)
+		if err != nil {
+			return nil, fmt.Errorf("MEMBUS_EMBED_BASE_URL/MEMBUS_EMBED_MODEL: %w", err)
+		}
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if _, err := o.Discover(dctx); err != nil {
+			return nil, fmt.Errorf("MEMBUS_EMBED_BASE_URL %s (MEMBUS_EMBED_MODEL %s): %w", cfg.Redacted().EmbedBaseURL, model, err)
+		}
+		return o, nil
+	}
+	var inner embed.Embedder
+	switch {
+	case cfg.Embedder == "hash":
+		inner = embed.NewHash()
+	case cfg.Embedder == "openai":
+		if cfg.EmbedModel == "" {
+			return errors.New("MEMBUS_EMBED_MODEL is required with MEMBUS_EMBEDDER=openai")
+		}
+		o, err := openAI(cfg.EmbedModel)
+		if err != nil {
+			return err
+		}
+		inner = o
+	case cfg.Embedder == "auto" && (stored == "" || stored == embed.HashModel):
+		inner = embed.NewHash()
+	case cfg.Embedder == "auto" && strings.HasPrefix(stored, "openai:"):
+		model := strings.TrimPrefix(stored, "openai:")
+		if cfg.EmbedModel != "" && cfg.EmbedModel != model {
+			return fmt.Errorf("MEMBUS_EMBED_MODEL=%s, but the vector index was built with %s (MEMBUS_EMBEDDER=auto follows the index)", cfg.EmbedModel, stored)
+		}
+		o, err := openAI(model)
+		if err != nil {
+			return fmt.Errorf("MEMBUS_EMBEDDER=auto follows the index's %s: %w", stored, err)
+		}
+		inner = o
+	case cfg.Embedder == "auto":
+		return fmt.Errorf("MEMBUS_EMBEDDER=auto: the vector index was built with %s, which this build cannot produce", stored)
+	default:
+		return fmt.Errorf("MEMBUS_EMBEDDER=%s: not available in this build yet; use auto, hash or openai", cfg.Embedder)
+	}
+	e.Embedder = embed.NewCached(inner, 10000)
+
+	if cfg.QdrantURL != "" {
+		s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL, Model: e.Embedder.Model(), Dim: e.Embedder.Dim()})
+		if errors.Is(err, vector.ErrModelMismatch) {
+			return fmt.Errorf("MEMBUS_QDRANT_URL %s: the collection was built with another embedding model than MEMBUS_EMBEDDER's %s: %w",
+				redactedQdrant, e.Embedder.Model(), err)
+		}
+		if err != nil {
+			return fmt.Errorf("MEMBUS_QDRANT_URL %s: %w", redactedQdrant, err)
+		}
+		e.Vectors = s
+		e.closers = append(e.closers, func() { s.Close() })
+		return nil
+	}
 	v, err := vector.OpenLocal(dir, e.Embedder.Model(), e.Embedder.Dim())
 	if errors.Is(err, vector.ErrModelMismatch) {
-		return fmt.Errorf("vector index in %s was built with another embedding model: %w (delete the folder to rebuild it from SQL)", dir, err)
+		return fmt.Errorf("vector index in %s was built with another embedding model than MEMBUS_EMBEDDER's %s: %w (delete the folder to rebuild it from SQL)",
+			dir, e.Embedder.Model(), err)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("vector index in %s (MEMBUS_DATA_DIR): %w", dir, err)
 	}
 	e.Vectors = v
 	e.closers = append(e.closers, func() { v.Close() })
 	return e.reconcileVectors(ctx, v)
 }
 
-// reconcileVectors rebuilds the local index from SQL when their contents disagree.
+// reconcileVectors rebuilds the local index from SQL when their contents disagree: the active
+// memories with a stored embedding, plus one `archive` point per archived message of every
+// indexed archive (recall's raw-history target). Archive messages keep no embedding in SQL:
+// their ids are derived from SQL to compare, and they are re-embedded only when a rebuild is
+// needed. Messages whose session was erased are gone from SQL, so they never come back.
 func (e *Env) reconcileVectors(ctx context.Context, v *vector.Local) error {
 	var pts []vector.Point
 	err := e.Store.EachEmbedding(ctx, e.Embedder.Model(), func(m store.Memory) error {
@@ -193,19 +292,71 @@ func (e *Env) reconcileVectors(ctx context.Context, v *vector.Local) error {
 	if err != nil {
 		return fmt.Errorf("read embeddings from SQL: %w", err)
 	}
-	ids := make([]string, len(pts))
-	for i, p := range pts {
-		ids[i] = p.ID
+	const archived = `SELECT m.account_id, m.session_id, m.message_id, m.seq, m.role, m.name, m.content, m.created_us, a.id, a.user_id, a.agent_id
+		FROM messages m JOIN archives a ON a.account_id = m.account_id AND a.id = m.archive_id
+		WHERE a.state IN ('indexed', 'summarized') AND m.role <> 'system' ORDER BY m.account_id, m.session_id, m.seq`
+	rows, err := e.Store.DB().QueryContext(ctx, archived)
+	if err != nil {
+		return fmt.Errorf("read archived messages from SQL: %w", err)
+	}
+	var msgs []vector.Point
+	for rows.Next() {
+		var p vector.Point
+		var session, message, role, name, content, archive string
+		var seq, created int64
+		if err := rows.Scan(&p.AccountID, &session, &message, &seq, &role, &name, &content, &created, &archive, &p.UserID, &p.AgentID); err != nil {
+			rows.Close()
+			return fmt.Errorf("read archived messages from SQL: %w", err)
+		}
+		if strings.TrimSpace(content) == "" {
+			continue
+		}
+		// The same point services/extract's indexArchiveMessages writes.
+		p.ID = memory.ArchiveMessageID(p.AccountID, session, message)
+		p.Scope, p.Kind, p.Category = "archive", "archive", role
+		p.Text = memory.ArchiveMessageText(role, name, content)
+		if len(p.Text) > 8000 {
+			p.Text = strings.ToValidUTF8(p.Text[:8000], "")
+		}
+		p.CreatedAt = time.UnixMicro(created).UTC()
+		p.Payload = map[string]string{"session_id": session, "message_id": message, "archive_id": archive, "seq": fmt.Sprint(seq)}
+		msgs = append(msgs, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read archived messages from SQL: %w", err)
+	}
+	ids := make([]string, 0, len(pts)+len(msgs))
+	for _, p := range pts {
+		ids = append(ids, p.ID)
+	}
+	for _, p := range msgs {
+		ids = append(ids, p.ID)
 	}
 	n, sum, err := v.Digest(ctx, "")
 	if err != nil {
 		return err
 	}
-	if n == len(pts) && sum == vector.DigestIDs(ids) && len(v.Problems()) == 0 {
+	if n == len(ids) && sum == vector.DigestIDs(ids) && len(v.Problems()) == 0 {
 		return nil
 	}
-	e.Logger.Info("rebuilding the local vector index from SQL", "points", len(pts))
-	return v.Rebuild(ctx, pts)
+	e.Logger.Info("rebuilding the local vector index from SQL", "memories", len(pts), "archive_messages", len(msgs))
+	const batch = 256
+	for i := 0; i < len(msgs); i += batch {
+		part := msgs[i:min(i+batch, len(msgs))]
+		texts := make([]string, len(part))
+		for j, p := range part {
+			texts[j] = p.Text
+		}
+		vecs, err := e.Embedder.Embed(ctx, texts)
+		if err != nil {
+			return fmt.Errorf("re-embed archived messages: %w", err)
+		}
+		for j := range part {
+			part[j].Vector = vecs[j]
+		}
+	}
+	return v.Rebuild(ctx, append(pts, msgs...))
 }
 
 // MemoryPoint is the index point of a memory row.

@@ -35,6 +35,12 @@ func (s *Service) Commit(ctx context.Context, req contract.CommitRequest) error 
 	}
 	redelivered := false
 	for _, a := range archives {
+		if a.State == store.StateArchived {
+			// An earlier attempt may have stopped before invalidating the session cache.
+			if err := s.d.Sessions.Invalidate(ctx, req.AccountID, req.SessionID); err != nil {
+				return err
+			}
+		}
 		if a.State == store.StateArchived || a.State == store.StateExtracted {
 			if err := s.advance(ctx, epoch, a); err != nil {
 				return fmt.Errorf("resume archive %s: %w", a.ID, err)
@@ -81,6 +87,11 @@ func (s *Service) Commit(ctx context.Context, req contract.CommitRequest) error 
 	})
 	if err := s.d.Store.CreateArchive(ctx, epoch, a, []store.OutboxEntry{created}); err != nil {
 		return fmt.Errorf("create archive: %w", err)
+	}
+	// The archived messages left the active set: drop the session's hot cache. On failure
+	// the request is retried, and the resume above invalidates again.
+	if err := s.d.Sessions.Invalidate(ctx, req.AccountID, req.SessionID); err != nil {
+		return err
 	}
 	s.archives(1)
 	s.d.KickOutbox()

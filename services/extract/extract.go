@@ -22,6 +22,7 @@ import (
 	"github.com/membus/membus/pkg/lock"
 	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/metrics"
+	"github.com/membus/membus/pkg/session"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
 )
@@ -56,6 +57,7 @@ type Deps struct {
 	JS         jetstream.JetStream
 	Names      bus.Names
 	Store      *store.Store
+	Sessions   session.Store // its cache is invalidated when messages are archived (nil: session.NewSQL(Store))
 	Locker     lock.Locker
 	Extractor  memory.Extractor
 	Embedder   embed.Embedder
@@ -97,6 +99,9 @@ func New(cfg Config, d Deps) (*Service, error) {
 	}
 	if d.KickOutbox == nil {
 		d.KickOutbox = func() {}
+	}
+	if d.Sessions == nil {
+		d.Sessions = session.NewSQL(d.Store)
 	}
 	s := &Service{cfg: cfg, d: d, log: d.Logger}
 	m := d.Metrics

@@ -15,8 +15,25 @@ import (
 
 // Near-duplicate thresholds (SPEC §6).
 const (
-	jaccardDuplicate = 0.7
-	cosineDuplicate  = 0.92
+	jaccardDuplicate     = 0.7
+	levenshteinDuplicate = 0.8
+	cosineDuplicate      = 0.92
+	// levenshteinMaxRunes bounds the quadratic edit distance; longer texts rely on the other checks.
+	levenshteinMaxRunes = 600
+)
+
+// Reasons of the conflict and dedup decisions (the reason label of
+// extract_memory_decisions_total, and the log's reason attribute).
+const (
+	reasonNew             = "new"              // no conflict, no duplicate: a new memory
+	reasonSameID          = "same_id"          // the same slot and value (or the same event day): one row
+	reasonValueChanged    = "value_changed"    // conflict: same subject and attribute, new value
+	reasonPolarityFlipped = "polarity_flipped" // conflict: same subject, attribute and value, opposite polarity
+	reasonExact           = "exact"            // dedup: same normalised text
+	reasonContainment     = "containment"      // dedup: one text contains the other
+	reasonJaccard         = "jaccard"          // dedup: token Jaccard ≥ 0.7
+	reasonLevenshtein     = "levenshtein"      // dedup: Levenshtein similarity ≥ 0.8
+	reasonCosine          = "cosine"           // dedup: dense cosine ≥ 0.92
 )
 
 // extract turns an archived range into memory rows (state extracted). Conflicts are resolved
@@ -53,6 +70,12 @@ func (s *Service) extract(ctx context.Context, epoch int64, a store.Archive) err
 	if err != nil {
 		return err
 	}
+	decisions := s.d.Metrics.CounterVec("extract_memory_decisions_total", "Conflict and dedup decisions per extracted candidate, by decision and reason.", "decision", "reason")
+	decide := func(decision, reason string, c store.Memory, other string) {
+		decisions.WithLabelValues(decision, reason).Inc()
+		s.log.Info("memory "+decision, "decision", decision, "reason", reason, "account", a.AccountID, "user", a.UserID,
+			"archive", a.ID, "memory", c.ID, "other", other, "category", c.Category)
+	}
 	now := s.d.Now().UTC()
 	byID := map[string]int{} // memory id → index in out
 	var out []store.Memory
@@ -77,19 +100,25 @@ func (s *Service) extract(ctx context.Context, epoch int64, a store.Archive) err
 		}
 		if j, ok := byID[m.ID]; ok { // the same fact twice in one archive
 			out[j].Sources = append(out[j].Sources, m.Sources...)
+			decide("merged", reasonSameID, m, m.ID)
 			continue
 		}
-		if old, ok := conflicting(current(out, existing, supersede), m); ok {
+		if old, reason, ok := conflicting(current(out, existing, supersede), m); ok {
+			// Conflicts first: a changed fact is never swallowed as a near-duplicate.
 			supersede[old.ID] = m.ID
-		} else if dup, ok := duplicate(existing, m); ok {
+			decide("superseded", reason, m, old.ID)
+		} else if dup, reason, ok := duplicate(existing, m); ok {
 			// A dedup hit unions the sources into the existing memory instead of dropping them.
 			dedups++
+			decide("merged", reason, m, dup.ID)
 			m = dup
 			m.Sources = append([]store.Source(nil), mSources(c, a)...)
 			if j, ok := byID[m.ID]; ok {
 				out[j].Sources = append(out[j].Sources, m.Sources...)
 				continue
 			}
+		} else {
+			decide("created", reasonNew, m, "")
 		}
 		byID[m.ID] = len(out)
 		out = append(out, m)
@@ -144,44 +173,103 @@ func mSources(c memory.Candidate, a store.Archive) []store.Source {
 }
 
 // conflicting finds an active memory in the same slot (subject + attribute) whose value or
-// polarity differs: "lives in Boston" → "moved to Denver".
-func conflicting(existing []store.Memory, m store.Memory) (store.Memory, bool) {
+// polarity differs: "lives in Boston" → "moved to Denver" (value_changed), "likes coffee" →
+// "doesn't like coffee anymore" (polarity_flipped).
+func conflicting(existing []store.Memory, m store.Memory) (store.Memory, string, bool) {
 	if m.Attribute == "" {
-		return store.Memory{}, false
+		return store.Memory{}, "", false
 	}
 	for _, e := range existing {
 		if e.ID == m.ID || e.Scope != m.Scope || e.Attribute == "" {
 			continue
 		}
-		if memory.Normalize(e.Subject) == memory.Normalize(m.Subject) && memory.Normalize(e.Attribute) == memory.Normalize(m.Attribute) &&
-			(memory.Normalize(e.Value) != memory.Normalize(m.Value) || e.Polarity != m.Polarity) {
-			return e, true
+		if memory.Normalize(e.Subject) != memory.Normalize(m.Subject) || memory.Normalize(e.Attribute) != memory.Normalize(m.Attribute) {
+			continue
+		}
+		if memory.Normalize(e.Value) != memory.Normalize(m.Value) {
+			return e, reasonValueChanged, true
+		}
+		if e.Polarity != m.Polarity {
+			return e, reasonPolarityFlipped, true
 		}
 	}
-	return store.Memory{}, false
+	return store.Memory{}, "", false
 }
 
-// duplicate finds an active memory that says the same thing: exact normalised text,
-// containment, token Jaccard ≥ 0.7 or dense cosine ≥ 0.92.
-func duplicate(existing []store.Memory, m store.Memory) (store.Memory, bool) {
+// duplicate finds an active memory that says the same thing — the same id, exact normalised
+// text, containment, token Jaccard ≥ 0.7, Levenshtein similarity ≥ 0.8 or dense cosine ≥
+// 0.92 — and says which check matched. Two memories that fill different slots (or the same
+// slot with different values) are never near-duplicates, however similar their words: "likes
+// cats" is not "likes bats".
+func duplicate(existing []store.Memory, m store.Memory) (store.Memory, string, bool) {
 	norm := memory.Normalize(m.Text)
 	for _, e := range existing {
 		if e.ID == m.ID {
-			return e, true
+			return e, reasonSameID, true
 		}
 		if e.Scope != m.Scope || e.Category != m.Category {
 			continue
 		}
+		if e.ContentHash == m.ContentHash {
+			return e, reasonExact, true
+		}
+		if differentSlots(e, m) {
+			continue
+		}
 		en := memory.Normalize(e.Text)
 		switch {
-		case e.ContentHash == m.ContentHash,
-			len(norm) > 20 && len(en) > 20 && (strings.Contains(en, norm) || strings.Contains(norm, en)),
-			jaccard(en, norm) >= jaccardDuplicate,
-			len(e.Embedding) > 0 && len(e.Embedding) == len(m.Embedding) && float64(embed.Cosine(e.Embedding, m.Embedding)) >= cosineDuplicate:
-			return e, true
+		case len(norm) > 20 && len(en) > 20 && (strings.Contains(en, norm) || strings.Contains(norm, en)):
+			return e, reasonContainment, true
+		case jaccard(en, norm) >= jaccardDuplicate:
+			return e, reasonJaccard, true
+		case levenshteinSimilarity(en, norm) >= levenshteinDuplicate:
+			return e, reasonLevenshtein, true
+		case len(e.Embedding) > 0 && len(e.Embedding) == len(m.Embedding) && float64(embed.Cosine(e.Embedding, m.Embedding)) >= cosineDuplicate:
+			return e, reasonCosine, true
 		}
 	}
-	return store.Memory{}, false
+	return store.Memory{}, "", false
+}
+
+// differentSlots reports whether two memories hold distinct slot values.
+func differentSlots(a, b store.Memory) bool {
+	if a.Attribute == "" || b.Attribute == "" {
+		return false
+	}
+	return memory.Normalize(a.Subject) != memory.Normalize(b.Subject) || memory.Normalize(a.Attribute) != memory.Normalize(b.Attribute) ||
+		memory.Normalize(a.Value) != memory.Normalize(b.Value) || a.Polarity != b.Polarity
+}
+
+// levenshteinSimilarity is 1 − edit distance / the longer length, over runes; 0 when the
+// lengths alone rule out a match or the texts are too long to compare cheaply.
+func levenshteinSimilarity(a, b string) float64 {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) < len(rb) {
+		ra, rb = rb, ra
+	}
+	if len(ra) == 0 {
+		return 1
+	}
+	if len(ra) > levenshteinMaxRunes || float64(len(rb))/float64(len(ra)) < levenshteinDuplicate {
+		return 0
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return 1 - float64(prev[len(rb)])/float64(len(ra))
 }
 
 func jaccard(a, b string) float64 {
@@ -240,6 +328,9 @@ func (s *Service) index(ctx context.Context, epoch int64, a store.Archive) error
 		if err := s.d.Vectors.Delete(ctx, a.AccountID, a.UserID, oldIDs); err != nil {
 			return fmt.Errorf("delete superseded vectors: %w", err)
 		}
+	}
+	if err := s.indexArchiveMessages(ctx, a); err != nil {
+		return err
 	}
 	sess, err := s.d.Store.GetSession(ctx, a.AccountID, a.SessionID)
 	if err != nil {

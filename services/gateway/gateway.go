@@ -161,5 +161,7 @@ func (s *Service) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/memories", s.authed(s.listMemories))
 	mux.HandleFunc("GET /v1/memories/{id}", s.authed(s.getMemory))
 	mux.HandleFunc("DELETE /v1/memories/{id}", s.authed(s.forgetMemory))
+	mux.HandleFunc("GET /v1/sessions/{session_id}/archives/search", s.authed(s.searchArchives))
+	mux.HandleFunc("GET /v1/archives/{archive_id}", s.authed(s.expandArchive))
 	return mux
 }

@@ -13,7 +13,7 @@ func FromEnv(env *runtime.Env) (*Service, error) {
 	cfg.AgentPrefix = env.Config.AgentPrefix
 	cfg.RedactPatterns = config.SplitList(env.Config.RedactPatterns)
 	return New(cfg, Deps{
-		JS: env.JS, Names: env.Names, Store: env.Store, Metrics: env.Metrics("ingest"),
+		JS: env.JS, Names: env.Names, Store: env.Store, Sessions: env.Sessions, Metrics: env.Metrics("ingest"),
 		Logger: env.Logger.With("service", "ingest"), KickOutbox: env.Relay.Kick, Probes: env.Probes()[1:],
 	})
 }

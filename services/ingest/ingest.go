@@ -17,13 +17,14 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/metrics"
+	"github.com/membus/membus/pkg/session"
 	"github.com/membus/membus/pkg/store"
 )
 
 // Config of the ingest service.
 type Config struct {
 	CommitTokenThreshold  int      // default 20000 (SPEC §6)
-	Batch                 int      // messages per fetch, default 64
+	Batch                 int      // messages per fetch (one SQL transaction), default 256
 	MaxFailures           int      // default 5
 	BypassSessionPatterns []string // glob patterns of session ids never captured
 	AgentPrefix           string   // prefix of OpenClaw agent ids (<prefix>_<id>)
@@ -31,7 +32,7 @@ type Config struct {
 }
 
 // Defaults returns the defaults of SPEC §6.
-func Defaults() Config { return Config{CommitTokenThreshold: 20000, Batch: 64, MaxFailures: 5} }
+func Defaults() Config { return Config{CommitTokenThreshold: 20000, Batch: 256, MaxFailures: 5} }
 
 // Validate names the bad key.
 func (c Config) Validate() error {
@@ -46,11 +47,14 @@ func (c Config) Validate() error {
 
 // Deps are what ingest needs.
 type Deps struct {
-	JS      jetstream.JetStream
-	Names   bus.Names
-	Store   *store.Store
-	Metrics *metrics.Metrics
-	Logger  *slog.Logger
+	JS    jetstream.JetStream
+	Names bus.Names
+	Store *store.Store
+	// Sessions is where history is written (SQL, and the Redis hot cache when set); nil
+	// means session.NewSQL(Store).
+	Sessions session.Store
+	Metrics  *metrics.Metrics
+	Logger   *slog.Logger
 	// KickOutbox wakes the outbox relay after a batch queued a commit request (optional).
 	KickOutbox func()
 	// Probes of the dependencies besides SQL (Redis), for outage detection.
@@ -79,6 +83,9 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
+	}
+	if deps.Sessions == nil {
+		deps.Sessions = session.NewSQL(deps.Store)
 	}
 	capture, _ := NewCapturer(cfg.RedactPatterns) // validated above
 	s := &Service{cfg: cfg, deps: deps, log: deps.Logger, capture: capture}
@@ -121,6 +128,9 @@ func (s *Service) handleBatch(ctx context.Context, msgs []*bus.Msg) []error {
 		case skip:
 			s.skipped(1)
 		default:
+			if m.NumDelivered > 1 {
+				t.Messages = s.unseen(ctx, t)
+			}
 			turns = append(turns, t)
 			idx = append(idx, i)
 		}
@@ -128,7 +138,7 @@ func (s *Service) handleBatch(ctx context.Context, msgs []*bus.Msg) []error {
 	if len(turns) == 0 {
 		return errs
 	}
-	res, err := s.deps.Store.ApplyTurns(ctx, s.deps.Names, s.cfg.CommitTokenThreshold, turns)
+	res, err := s.deps.Sessions.ApplyTurns(ctx, s.deps.Names, s.cfg.CommitTokenThreshold, turns)
 	if err != nil {
 		for _, i := range idx {
 			errs[i] = fmt.Errorf("store batch: %w", err)
@@ -152,6 +162,21 @@ func (s *Service) handleBatch(ctx context.Context, msgs []*bus.Msg) []error {
 	}
 	s.batchLatency(time.Since(start).Seconds())
 	return errs
+}
+
+// unseen drops from a redelivered turn the messages whose dedup key says they were applied —
+// only an optimisation: the turn itself still goes to the store (its stream seq is recorded),
+// and a dedup miss leaves the decision to SQL's unique key.
+func (s *Service) unseen(ctx context.Context, t store.Turn) []store.Message {
+	out := t.Messages[:0:0]
+	for _, m := range t.Messages {
+		if s.deps.Sessions.SeenRecently(ctx, t.AccountID, t.SessionID, m.MessageID) {
+			s.duplicates(1)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // decode validates one TurnEvent against its subject and turns it into a store.Turn.

@@ -11,6 +11,7 @@ import (
 var benches = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"ingest": benchIngestCmd,
 	"e2e":    benchE2ECmd,
+	"recall": benchRecallCmd,
 }
 
 // benchCmd runs `membus bench <name>`: each bench reports a floor measured in the same run and

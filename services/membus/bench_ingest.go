@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,9 +12,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/pprof"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/membus/membus/pkg/bench"
@@ -21,164 +29,652 @@ import (
 	"github.com/membus/membus/pkg/runtime"
 )
 
+// ingestParams are the knobs of one `membus bench ingest` run.
+type ingestParams struct {
+	backend  string        // embedded | real
+	events   int           // events of the throughput phase
+	sessions int           // sessions the events are spread over
+	perEvent int           // messages per turn event
+	inflight int           // async publishes in flight
+	rate     int           // offered load of the latency phase, messages/s
+	duration time.Duration // length of the latency phase
+	warmup   int           // events published and stored before measuring
+	progress io.Writer     // progress bar (nil = none)
+	notes    io.Writer     // one line per phase on stderr
+}
+
+// realBackend is what --backend real reads from the environment.
+type realBackend struct {
+	dsn, redisURL, natsURL, natsToken string
+}
+
+// errRealBackend: --backend real without its variables.
+var errRealBackend = errors.New("--backend real needs MEMBUS_MYSQL_DSN and MEMBUS_REDIS_URL (MEMBUS_NATS_URL optional: else an embedded NATS server)")
+
+func realBackendFromEnv(getenv func(string) string) (realBackend, error) {
+	rb := realBackend{dsn: getenv("MEMBUS_MYSQL_DSN"), redisURL: getenv("MEMBUS_REDIS_URL"),
+		natsURL: getenv("MEMBUS_NATS_URL"), natsToken: getenv("MEMBUS_NATS_TOKEN")}
+	var missing []string
+	if rb.dsn == "" {
+		missing = append(missing, "MEMBUS_MYSQL_DSN")
+	}
+	if rb.redisURL == "" {
+		missing = append(missing, "MEMBUS_REDIS_URL")
+	}
+	if len(missing) > 0 {
+		return rb, fmt.Errorf("%w: %s unset", errRealBackend, strings.Join(missing, " and "))
+	}
+	return rb, nil
+}
+
 func benchIngestCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("membus bench ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	count := fs.Int("count", 500, "events to measure (after 50 warm-up events)")
-	conc := fs.Int("concurrency", 4, "concurrent publishers, one session each")
+	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server)")
+	syncMode := fs.String("sync", "both", "JetStream durability: always, interval or both (with MEMBUS_NATS_URL: the server's setting, always or interval)")
+	events := fs.Int("events", 4000, "turn events of the throughput phase (published pipelined; size = events × messages)")
+	sessions := fs.Int("sessions", 50, "sessions the events are spread over")
 	perEvent := fs.Int("messages", 2, "messages per turn event")
-	syncMode := fs.String("sync", "both", "JetStream durability: always, interval or both")
+	inflight := fs.Int("inflight", 256, "async publishes in flight in the throughput phase")
+	rate := fs.Int("rate", 1000, "offered load of the latency phase, messages/s")
+	duration := fs.Duration("duration", 3*time.Second, "length of the latency phase")
+	warmup := fs.Int("warmup", 200, "events stored before measuring")
 	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
+	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	modes := []string{*syncMode}
-	if *syncMode == "both" {
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "membus bench ingest: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *events < 1 || *sessions < 1 || *perEvent < 1 || *inflight < 1 || *rate < 1 || *duration <= 0 || *warmup < 0 {
+		fmt.Fprintln(stderr, "membus bench ingest: --events, --sessions, --messages, --inflight, --rate and --duration must be positive")
+		return 2
+	}
+	var modes []string
+	switch *syncMode {
+	case "always", "interval":
+		modes = []string{*syncMode}
+	case "both":
 		modes = []string{"always", "interval"}
+	default:
+		fmt.Fprintf(stderr, "membus bench ingest: --sync must be always, interval or both, got %q\n", *syncMode)
+		return 2
+	}
+	var rb realBackend
+	switch *backend {
+	case "embedded":
+	case "real":
+		var err error
+		if rb, err = realBackendFromEnv(os.Getenv); err != nil {
+			fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
+			return 2
+		}
+		if rb.natsURL != "" && len(modes) != 1 {
+			fmt.Fprintln(stderr, "membus bench ingest: with MEMBUS_NATS_URL the server's own sync_interval decides durability: pass --sync always or --sync interval to name it")
+			return 2
+		}
+	default:
+		fmt.Fprintf(stderr, "membus bench ingest: --backend must be embedded or real, got %q\n", *backend)
+		return 2
+	}
+	p := ingestParams{backend: *backend, events: *events, sessions: *sessions, perEvent: *perEvent, inflight: *inflight,
+		rate: *rate, duration: *duration, warmup: *warmup, notes: stderr}
+	if *progress || isTerminal(stderr) {
+		p.progress = stderr
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := runtime.SignalContext()
 	defer stop()
 	var results []bench.Result
 	for _, mode := range modes {
-		if mode != "always" && mode != "interval" {
-			fmt.Fprintf(stderr, "membus bench: --sync must be always, interval or both, got %q\n", mode)
-			return 2
-		}
-		r, err := benchIngest(ctx, mode, *count, *conc, *perEvent, stderr)
+		r, err := benchIngest(ctx, mode, rb, p)
 		if err != nil {
-			fmt.Fprintf(stderr, "membus bench ingest (%s): %v\n", mode, err)
+			fmt.Fprintf(stderr, "membus bench ingest (%s, sync %s): %v\n", p.backend, mode, err)
 			return 1
 		}
 		results = append(results, r)
 	}
+	var err error
 	if *asJSON {
-		bench.WriteJSON(stdout, results...)
+		err = bench.WriteJSON(stdout, results...)
 	} else {
-		bench.WriteTable(stdout, results...)
+		err = bench.WriteTable(stdout, results...)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
+		return 1
 	}
 	return 0
 }
 
-// benchIngest measures publish → durable in SQL through the real ingest service of an
-// embedded system, against raw JetStream publish + consume + ack on the same server.
-func benchIngest(ctx context.Context, mode string, count, conc, perEvent int, stderr io.Writer) (bench.Result, error) {
-	dir, err := os.MkdirTemp("", "membus-bench-")
+// isTerminal reports whether w is a character device (a terminal, not a log file or pipe).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// benchIngest measures one configuration: membus ingest (publish → visible in SQL) and, on the
+// same server with the same stream settings, raw JetStream publish + consume (the floor).
+// Throughput: every event published pipelined, timed until the last message is visible.
+// Latency: a paced publisher at the offered rate, each event timed from its publish to the
+// moment its session's count reaches it.
+func benchIngest(ctx context.Context, mode string, rb realBackend, p ingestParams) (bench.Result, error) {
+	account := "bench-" + randomHex(4)
+	env, closeEnv, err := openBenchEnv(ctx, mode, rb, account)
 	if err != nil {
 		return bench.Result{}, err
 	}
-	defer os.RemoveAll(dir)
+	defer closeEnv()
+
+	// The publisher is a client of its own, like the plugin.
+	pubNC, err := bus.Connect(ctx, env.NATSURL, env.Config.NATSToken, "membus-bench-publisher")
+	if err != nil {
+		return bench.Result{}, err
+	}
+	defer pubNC.Close()
+	pubJS, err := jetstream.New(pubNC, jetstream.WithPublishAsyncMaxPending(p.inflight))
+	if err != nil {
+		return bench.Result{}, err
+	}
+
+	sessions := make([]string, p.sessions)
+	for i := range sessions {
+		sessions[i] = fmt.Sprintf("s-%03d", i)
+	}
+	gen := newEventGen(account, sessions, p.perEvent)
+
+	counts, closeCounts, err := sqlCounts(env, account, sessions)
+	if err != nil {
+		return bench.Result{}, err
+	}
+	defer closeCounts()
+	membus := ingestTarget{
+		name:    "membus",
+		subject: func(s int) string { return env.Names.Turns(account, sessions[s]) },
+		counts:  counts,
+	}
+	floor, stopFloor, err := startFloor(ctx, env, sessions, p.perEvent)
+	if err != nil {
+		return bench.Result{}, fmt.Errorf("floor: %w", err)
+	}
+	defer stopFloor()
+
+	res := bench.Result{Bench: "ingest", Backend: p.backend, Sync: mode, Size: p.events * p.perEvent}
+	fl := bench.Result{Bench: "ingest-floor", Backend: p.backend, Sync: mode, Size: res.Size}
+	for _, t := range []struct {
+		target ingestTarget
+		out    *bench.Result
+	}{{membus, &res}, {floor, &fl}} {
+		if err := measureTarget(ctx, pubJS, gen, t.target, p, t.out); err != nil {
+			return res, fmt.Errorf("%s: %w", t.target.name, err)
+		}
+	}
+	res.Floor = &fl
+	res.RSSMB = bench.RSSMB()
+	return res, nil
+}
+
+// openBenchEnv starts a fresh membus (every service, as `membus up` does) for one durability
+// mode: its own data dir, subject prefix and streams, the commit threshold at its maximum so
+// the run measures ingest rather than commits. The close function removes what the run left
+// in shared servers (the bench account's rows, the bench streams).
+func openBenchEnv(ctx context.Context, mode string, rb realBackend, account string) (*runtime.Env, func(), error) {
+	dir, err := os.MkdirTemp("", "membus-bench-")
+	if err != nil {
+		return nil, nil, err
+	}
 	cfg := config.Defaults()
 	cfg.DataDir = dir
 	cfg.NATSListen = "127.0.0.1:0"
 	cfg.NATSSync = mode
-	cfg.CommitTokenThreshold = contract.MaxCommitTokenThreshold // measure ingest, not commits
+	cfg.SubjectPrefix = "bench" + randomHex(4)
+	cfg.InstanceID = "bench"
+	cfg.CommitTokenThreshold = contract.MaxCommitTokenThreshold
+	cfg.MySQLDSN, cfg.RedisURL, cfg.NATSURL = rb.dsn, rb.redisURL, rb.natsURL
+	if rb.natsToken != "" {
+		cfg.NATSToken = rb.natsToken
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return bench.Result{}, err
+		os.RemoveAll(dir)
+		return nil, nil, err
 	}
 	cfg.HTTPAddr = ln.Addr().String()
 	ln.Close()
 	env, err := runtime.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
-		return bench.Result{}, err
+		os.RemoveAll(dir)
+		return nil, nil, err
 	}
-	defer env.Close()
 	services, err := buildAll(env)
 	if err != nil {
-		return bench.Result{}, err
+		env.Close()
+		os.RemoveAll(dir)
+		return nil, nil, err
 	}
-	rctx, cancel := context.WithCancel(ctx)
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
 	go func() { done <- env.RunAll(rctx, services...) }()
-	defer func() { cancel(); <-done }()
+	closeEnv := func() {
+		cancel()
+		<-done
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		if env.Server == nil { // an external NATS: remove the bench's streams
+			for name := range env.JS.StreamNames(cctx).Name() {
+				if strings.HasPrefix(name, strings.ToUpper(cfg.SubjectPrefix)+"_") || name == "KV_"+env.Names.FailureBucket() {
+					_ = env.JS.DeleteStream(cctx, name)
+				}
+			}
+		}
+		if cfg.MySQLDSN != "" {
+			// Only the bench account's rows; the prefix's Redis keys expire with their TTLs.
+			for _, table := range []string{"messages", "sessions"} {
+				if _, err := env.Store.DB().ExecContext(cctx, "DELETE FROM "+table+" WHERE account_id = ?", account); err != nil {
+					env.Logger.Warn("bench cleanup", "table", table, "err", err)
+				}
+			}
+		}
+		env.Close()
+		os.RemoveAll(dir)
+	}
+	return env, closeEnv, nil
+}
 
-	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 6)
-	stored := make([]int64, conc)
-	op := func(ctx context.Context, i int) (int, error) {
-		w := i % conc
-		session := fmt.Sprintf("bench-%d", w)
-		ev := contract.TurnEvent{V: 1, EventID: fmt.Sprintf("bench-%s-%d", mode, i), AccountID: "bench", UserID: "u", AgentID: "main",
-			SessionID: session, Source: "bench", SentAt: time.Now().UTC()}
-		for j := 0; j < perEvent; j++ {
-			ev.Messages = append(ev.Messages, contract.Message{MessageID: fmt.Sprintf("m-%d-%d", i, j), Position: j, Role: contract.RoleUser,
-				Parts: []contract.Part{{Type: contract.PartText, Text: text}}, CreatedAt: ev.SentAt})
+// eventGen makes the bench's turn events: numbered, round-robin over the sessions, each with
+// perEvent messages of ≈270 characters.
+type eventGen struct {
+	account  string
+	sessions []string
+	perEvent int
+	n        atomic.Int64
+}
+
+func newEventGen(account string, sessions []string, perEvent int) *eventGen {
+	return &eventGen{account: account, sessions: sessions, perEvent: perEvent}
+}
+
+const benchText = "The quick brown fox jumps over the lazy dog while we plan the trip to Lisbon in May. "
+
+// next returns the next event's session index, id and payload.
+func (g *eventGen) next() (int, string, []byte, error) {
+	i := int(g.n.Add(1) - 1)
+	s := i % len(g.sessions)
+	now := time.Now().UTC()
+	ev := contract.TurnEvent{V: 1, EventID: fmt.Sprintf("%s-e%d", g.account, i), AccountID: g.account, UserID: "u", AgentID: "main",
+		SessionID: g.sessions[s], Source: "bench", SentAt: now}
+	for j := 0; j < g.perEvent; j++ {
+		role := contract.RoleUser
+		if j%2 == 1 {
+			role = contract.RoleAssistant
 		}
-		if _, err := bus.PublishJSON(ctx, env.JS, env.Names.Turns("bench", session), ev.EventID, ev); err != nil {
-			return 0, err
+		ev.Messages = append(ev.Messages, contract.Message{MessageID: fmt.Sprintf("e%d-m%d", i, j), Position: j, Role: role,
+			Parts: []contract.Part{{Type: contract.PartText, Text: fmt.Sprintf("%d. %s", i, strings.Repeat(benchText, 3))}}, CreatedAt: now})
+	}
+	data, err := json.Marshal(ev)
+	return s, ev.EventID, data, err
+}
+
+// ingestTarget is what the bench publishes to and how it sees what has landed.
+type ingestTarget struct {
+	name    string
+	subject func(session int) string
+	// counts fills in, per session, the messages that have landed so far.
+	counts func(ctx context.Context, into []int64) error
+}
+
+// sqlCounts reads every bench session's message_count: one indexed query over ≤ sessions rows.
+func sqlCounts(env *runtime.Env, account string, sessions []string) (func(ctx context.Context, into []int64) error, func(), error) {
+	index := make(map[string]int, len(sessions))
+	for i, s := range sessions {
+		index[s] = i
+	}
+	stmt, err := env.Store.DB().Prepare("SELECT session_id, message_count FROM sessions WHERE account_id = ?")
+	if err != nil {
+		return nil, nil, err
+	}
+	counts := func(ctx context.Context, into []int64) error {
+		rows, err := stmt.QueryContext(ctx, account)
+		if err != nil {
+			return err
 		}
-		stored[w] += int64(perEvent)
+		defer rows.Close()
+		for rows.Next() {
+			var s string
+			var n int64
+			if err := rows.Scan(&s, &n); err != nil {
+				return err
+			}
+			if i, ok := index[s]; ok {
+				into[i] = n
+			}
+		}
+		return rows.Err()
+	}
+	return counts, func() { stmt.Close() }, nil
+}
+
+// startFloor creates the floor: a stream with the TURNS stream's settings on the same server
+// (so the same durability) and a pull consumer on the membus process's connection that counts
+// each event's messages per session and acks it.
+func startFloor(ctx context.Context, env *runtime.Env, sessions []string, perEvent int) (ingestTarget, func(), error) {
+	info, err := env.JS.Stream(ctx, env.Names.Stream(bus.StreamTurns))
+	if err != nil {
+		return ingestTarget{}, nil, err
+	}
+	prefix := env.Names.Prefix + "floor"
+	sc := info.CachedInfo().Config
+	sc.Name = env.Names.Stream("FLOOR")
+	sc.Subjects = []string{prefix + ".>"}
+	sc.Description = "membus bench ingest: raw JetStream floor"
+	st, err := env.JS.CreateOrUpdateStream(ctx, sc)
+	if err != nil {
+		return ingestTarget{}, nil, err
+	}
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "floor", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		return ingestTarget{}, nil, err
+	}
+	landed := make([]atomic.Int64, len(sessions))
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		subj := m.Subject()
+		if i, err := strconv.Atoi(subj[strings.LastIndexByte(subj, '.')+1:]); err == nil && i < len(landed) {
+			landed[i].Add(int64(perEvent))
+		}
+		_ = m.Ack()
+	}, jetstream.PullMaxMessages(64))
+	if err != nil {
+		return ingestTarget{}, nil, err
+	}
+	t := ingestTarget{
+		name:    "floor",
+		subject: func(s int) string { return prefix + "." + strconv.Itoa(s) },
+		counts: func(_ context.Context, into []int64) error {
+			for i := range landed {
+				into[i] = landed[i].Load()
+			}
+			return nil
+		},
+	}
+	return t, func() {
+		cc.Stop()
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = env.JS.DeleteStream(dctx, sc.Name)
+	}, nil
+}
+
+// pollInterval is how often landed counts are read while waiting; it bounds the latency
+// resolution (a landed event is seen within pollInterval plus one count query).
+const pollInterval = time.Millisecond
+
+// measureTarget warms up, measures throughput (pipelined publishes, timed until every message
+// has landed) and latency (paced publishes) against one target, filling in out.
+func measureTarget(ctx context.Context, js jetstream.JetStream, gen *eventGen, t ingestTarget, p ingestParams, out *bench.Result) error {
+	n := len(gen.sessions)
+	if p.warmup > 0 {
+		if err := pipelined(ctx, js, gen, t, p, p.warmup, "", nil); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	var elapsed time.Duration
+	if err := pipelined(ctx, js, gen, t, p, p.events, t.name+" throughput", &elapsed); err != nil {
+		return fmt.Errorf("throughput: %w", err)
+	}
+	out.Elapsed, out.Ops, out.Msgs = elapsed, p.events*p.perEvent, p.events*p.perEvent
+	fmt.Fprintf(p.notes, "%s sync=%s %s: %d events × %d messages over %d sessions, %d in flight: %.0f msg/s\n",
+		p.backend, out.Sync, t.name, p.events, p.perEvent, n, p.inflight, out.MsgsPerSec())
+
+	lats, err := paced(ctx, js, gen, t, p)
+	if err != nil {
+		return fmt.Errorf("latency: %w", err)
+	}
+	out.Latencies = lats
+	fmt.Fprintf(p.notes, "%s sync=%s %s: paced at %d msg/s for %s: p50 %.2f ms, p99 %.2f ms over %d events\n",
+		p.backend, out.Sync, t.name, p.rate, p.duration, ms(out.Percentile(50)), ms(out.Percentile(99)), len(lats))
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// publishAsync publishes one event without waiting for its PubAck.
+func publishAsync(js jetstream.JetStream, subject, id string, data []byte) (jetstream.PubAckFuture, error) {
+	return js.PublishMsgAsync(&nats.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(id), jetstream.WithStallWait(time.Minute))
+}
+
+// settle waits for every publish's PubAck and returns the first failure.
+func settle(ctx context.Context, js jetstream.JetStream, futures []jetstream.PubAckFuture) error {
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(2 * time.Minute):
+		return errors.New("publish acks did not arrive within 2 minutes")
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
+		}
+	}
+	return nil
+}
+
+// pipelined publishes count events with up to p.inflight PubAcks outstanding and waits until
+// every message has landed; elapsed (when not nil) gets the time from the first publish to
+// the moment the last message was seen.
+func pipelined(ctx context.Context, js jetstream.JetStream, gen *eventGen, t ingestTarget, p ingestParams, count int, label string, elapsed *time.Duration) error {
+	counts := make([]int64, len(gen.sessions))
+	if err := t.counts(ctx, counts); err != nil {
+		return err
+	}
+	want := sum(counts) + int64(count*p.perEvent)
+	var prog *bench.Progress
+	if label != "" {
+		prog = bench.NewProgress(p.progress, label, count*p.perEvent)
+	}
+	base := sum(counts)
+
+	start := time.Now()
+	pubErr := make(chan error, 1)
+	go func() {
+		futures := make([]jetstream.PubAckFuture, 0, count)
+		for k := 0; k < count; k++ {
+			s, id, data, err := gen.next()
+			if err != nil {
+				pubErr <- err
+				return
+			}
+			f, err := publishAsync(js, t.subject(s), id, data)
+			if err != nil {
+				pubErr <- err
+				return
+			}
+			futures = append(futures, f)
+		}
+		pubErr <- settle(ctx, js, futures)
+	}()
+	deadline := time.Now().Add(max(time.Minute, time.Duration(count)*10*time.Millisecond))
+	published := false
+	shown := 0
+	for {
+		if err := t.counts(ctx, counts); err != nil {
+			return err
+		}
+		got := sum(counts)
+		if d := int(got-base) - shown; d > 0 {
+			prog.Add(d)
+			shown += d
+		}
+		if got >= want {
+			if elapsed != nil {
+				*elapsed = time.Since(start)
+			}
+			prog.Done()
+			if !published {
+				return <-pubErr
+			}
+			return nil
+		}
+		if !published {
+			select {
+			case err := <-pubErr:
+				if err != nil {
+					return err
+				}
+				published = true
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d messages landed before the deadline", got-base, want-base)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// inFlight is one paced event waiting to land: its session's count target and publish time.
+type inFlight struct {
+	target int64
+	sent   time.Time
+}
+
+// paced publishes events at p.rate messages/s for p.duration (an open loop: a late schedule
+// is caught up, never slowed down) while a watcher reads the landed counts every pollInterval
+// and times each event from its publish to the first read that shows it.
+func paced(ctx context.Context, js jetstream.JetStream, gen *eventGen, t ingestTarget, p ingestParams) ([]time.Duration, error) {
+	n := len(gen.sessions)
+	interval := time.Duration(float64(time.Second) * float64(p.perEvent) / float64(p.rate))
+	total := max(int(p.duration/interval), 1)
+	counts := make([]int64, n)
+	if err := t.counts(ctx, counts); err != nil {
+		return nil, err
+	}
+	var (
+		mu       sync.Mutex
+		expected = append([]int64(nil), counts...)
+		waiting  = make([][]inFlight, n)
+		lats     = make([]time.Duration, 0, total)
+	)
+	prog := bench.NewProgress(p.progress, t.name+" latency", total)
+
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	watchErr := make(chan error, 1)
+	allLanded := make(chan struct{})
+	go func() {
+		seen := make([]int64, n)
 		for {
-			s, err := env.Store.GetSession(ctx, "bench", session)
-			if err == nil && s.MessageCount >= stored[w] {
-				return perEvent, nil
+			if err := t.counts(wctx, seen); err != nil {
+				watchErr <- err
+				return
+			}
+			now := time.Now()
+			mu.Lock()
+			landed := 0
+			for s := range waiting {
+				q := waiting[s]
+				for len(q) > 0 && q[0].target <= seen[s] {
+					lats = append(lats, now.Sub(q[0].sent))
+					q = q[1:]
+					landed++
+				}
+				waiting[s] = q
+			}
+			done := len(lats) == total
+			mu.Unlock()
+			prog.Add(landed)
+			if done {
+				close(allLanded)
+				return
 			}
 			select {
+			case <-wctx.Done():
+				watchErr <- wctx.Err()
+				return
+			case <-time.After(pollInterval):
+			}
+		}
+	}()
+
+	futures := make([]jetstream.PubAckFuture, 0, total)
+	start := time.Now()
+	for k := 0; k < total; k++ {
+		if d := time.Until(start.Add(time.Duration(k) * interval)); d > 0 {
+			select {
 			case <-ctx.Done():
-				return 0, ctx.Err()
-			case <-time.After(200 * time.Microsecond):
+				return nil, ctx.Err()
+			case err := <-watchErr:
+				return nil, err
+			case <-time.After(d):
 			}
 		}
+		s, id, data, err := gen.next()
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock() // registered before publishing, so the watcher cannot see it land first
+		expected[s] += int64(p.perEvent)
+		waiting[s] = append(waiting[s], inFlight{target: expected[s], sent: time.Now()})
+		mu.Unlock()
+		f, err := publishAsync(js, t.subject(s), id, data)
+		if err != nil {
+			return nil, err
+		}
+		futures = append(futures, f)
 	}
-	// One worker per session keeps each worker's expected count exact.
-	opts := bench.Options{WarmupCount: 50, Count: count, Concurrency: conc, Progress: stderr}
-	res, err := benchPerWorker(ctx, "ingest", opts, conc, op)
-	if err != nil {
-		return res, err
+	if err := settle(ctx, js, futures); err != nil {
+		return nil, err
 	}
-	floor, err := rawJetStream(ctx, env.JS, mode, len(text)*perEvent+400, opts, conc)
-	if err != nil {
-		return res, fmt.Errorf("floor: %w", err)
+	select {
+	case <-allLanded:
+	case err := <-watchErr:
+		return nil, err
+	case <-time.After(time.Minute):
+		mu.Lock()
+		defer mu.Unlock()
+		return nil, fmt.Errorf("%d of %d paced events landed within a minute of the last publish", len(lats), total)
 	}
-	res.Backend, res.Sync, res.Size, res.RSSMB, res.Floor = "embedded", mode, perEvent, bench.RSSMB(), &floor
-	return res, nil
+	prog.Done()
+	mu.Lock()
+	defer mu.Unlock()
+	return lats, nil
 }
 
-// benchPerWorker runs op with worker w always handling operations i ≡ w (mod conc).
-func benchPerWorker(ctx context.Context, name string, opts bench.Options, conc int, op bench.Op) (bench.Result, error) {
-	if opts.Concurrency != conc {
-		return bench.Result{}, errors.New("concurrency mismatch")
+func sum(xs []int64) int64 {
+	var t int64
+	for _, x := range xs {
+		t += x
 	}
-	return bench.Run(ctx, name, opts, op)
+	return t
 }
 
-// rawJetStream is the floor: publish a message of the same size to a stream with the same
-// durability, then fetch and ack it from a durable pull consumer.
-func rawJetStream(ctx context.Context, js jetstream.JetStream, mode string, size int, opts bench.Options, conc int) (bench.Result, error) {
-	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "BENCH_FLOOR", Subjects: []string{"benchfloor.>"},
-		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage})
-	if err != nil {
-		return bench.Result{}, err
-	}
-	consumers := make([]jetstream.Consumer, conc)
-	for w := range consumers {
-		c, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: fmt.Sprintf("floor-%d", w),
-			FilterSubject: fmt.Sprintf("benchfloor.%d", w), AckPolicy: jetstream.AckExplicitPolicy})
-		if err != nil {
-			return bench.Result{}, err
-		}
-		consumers[w] = c
-	}
-	payload := make([]byte, size)
-	for i := range payload {
-		payload[i] = 'x'
-	}
-	opts.Progress = nil
-	res, err := bench.Run(ctx, "ingest-floor", opts, func(ctx context.Context, i int) (int, error) {
-		w := i % conc
-		if _, err := js.Publish(ctx, fmt.Sprintf("benchfloor.%d", w), payload); err != nil {
-			return 0, err
-		}
-		batch, err := consumers[w].Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return 0, err
-		}
-		for m := range batch.Messages() {
-			if err := m.DoubleAck(ctx); err != nil {
-				return 0, err
-			}
-		}
-		return 1, batch.Error()
-	})
-	res.Backend, res.Sync = "embedded", mode
-	return res, err
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -69,23 +69,15 @@ func (s *Service) Context(ctx context.Context, account string, req contract.Cont
 	}
 	used += archiveUsed
 
-	active, err := s.d.Store.History(ctx, account, req.SessionID, true)
+	// The newest active messages that fit (each counted with session.MessageOverhead), read
+	// through the session store: the Redis hot cache first when there is one.
+	picked, winUsed, err := s.d.Sessions.Window(ctx, account, req.SessionID, sessionBudget, 0)
 	if err != nil {
 		return resp, err
 	}
-	var picked []store.Message
-	for i := len(active) - 1; i >= 0; i-- {
-		t := active[i].Tokens + 4
-		if t > sessionBudget {
-			break
-		}
-		sessionBudget -= t
-		used += t
-		picked = append(picked, active[i])
-	}
+	used += winUsed
 	msgs := make([]contract.ContextMessage, 0, len(picked))
-	for i := len(picked) - 1; i >= 0; i-- {
-		m := picked[i]
+	for _, m := range picked {
 		msgs = append(msgs, contract.ContextMessage{Role: m.Role, Content: m.Content, Name: m.Name, Seq: m.Seq})
 	}
 	resp.Messages = repair(msgs)

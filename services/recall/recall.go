@@ -16,25 +16,36 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/metrics"
+	"github.com/membus/membus/pkg/session"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
 )
 
 // Config of the recall service (SPEC §6 defaults).
 type Config struct {
-	Limit             int     // default 6
-	ScoreThreshold    float64 // default 0.15
-	MaxInjectedChars  int     // default 4000
-	CandidatesPerSide int     // default 24
-	MaxItemChars      int     // default 1000
-	UserShare         float64 // default 0.6 of the budget when the agent scope has candidates
+	Limit             int           // default 6
+	ScoreThreshold    float64       // default 0.15
+	MaxInjectedChars  int           // default 4000
+	CandidatesPerSide int           // default 24
+	MaxItemChars      int           // default 1000
+	UserShare         float64       // default 0.6 of the budget when the agent scope has candidates
+	DefaultScopes     []string      // scopes searched when the request names none: user, agent, archive
+	Fusion            string        // FusionWeighted (default) or FusionRRF
+	Decay             bool          // temporal decay (half-life 30 days, floor 0.5×, evergreen exempt); off by default
+	MMR               bool          // MMR rerank (λ 0.7); off by default
+	ArchiveContext    int           // earlier messages shown with an archive item as context (never sources); default 1
+	SearchTimeout     time.Duration // bound of the vector search; past it recall answers degraded (default 2 s)
+	FallbackMemories  int           // newest memories the degraded keyword search scores (default 5000)
 }
 
 // Defaults returns SPEC §6's defaults.
 func Defaults() Config {
-	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: 24, MaxItemChars: 1000, UserShare: 0.6}
+	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: 24, MaxItemChars: 1000, UserShare: 0.6,
+		DefaultScopes: []string{contract.ScopeUser, contract.ScopeAgent, contract.ScopeArchive}, Fusion: FusionWeighted,
+		ArchiveContext: 1, SearchTimeout: 2 * time.Second, FallbackMemories: 5000}
 }
 
 // Validate names the bad key.
@@ -46,6 +57,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max_injected_chars: must be positive")
 	case c.CandidatesPerSide <= 0:
 		return fmt.Errorf("candidates_per_side: must be positive")
+	case c.Fusion != FusionWeighted && c.Fusion != FusionRRF:
+		return fmt.Errorf("recall fusion: %q is neither %q nor %q", c.Fusion, FusionWeighted, FusionRRF)
+	case len(uniqueScopes(c.DefaultScopes)) == 0 || len(uniqueScopes(c.DefaultScopes)) != len(c.DefaultScopes):
+		return fmt.Errorf("recall default scopes: %v, want some of user, agent, archive", c.DefaultScopes)
+	case c.ArchiveContext < 0:
+		return fmt.Errorf("recall archive context: must not be negative")
+	case c.SearchTimeout <= 0:
+		return fmt.Errorf("recall search timeout: must be positive")
+	case c.FallbackMemories <= 0:
+		return fmt.Errorf("recall fallback memories: must be positive")
 	}
 	return nil
 }
@@ -55,6 +76,7 @@ type Deps struct {
 	NC         *nats.Conn
 	Names      bus.Names
 	Store      *store.Store
+	Sessions   session.Store // active history (nil: session.NewSQL(Store))
 	Embedder   embed.Embedder
 	Vectors    vector.Store
 	Metrics    *metrics.Metrics
@@ -90,6 +112,9 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if d.KickOutbox == nil {
 		d.KickOutbox = func() {}
 	}
+	if d.Sessions == nil {
+		d.Sessions = session.NewSQL(d.Store)
+	}
 	s := &Service{cfg: cfg, d: d, log: d.Logger}
 	s.latency = d.Metrics.Histogram("recall_seconds", "Time to answer one recall.").Observe
 	s.degraded = d.Metrics.Counter("recall_degraded_total", "Recalls answered degraded (vector store unavailable).").Add
@@ -110,6 +135,8 @@ func (s *Service) Run(ctx context.Context) error {
 		"memories.get":    jsonHandler(s.GetMemory),
 		"memories.forget": jsonHandler(s.ForgetMemory),
 		"session.get":     jsonHandler(s.SessionMeta),
+		"archive.search":  jsonHandler(s.ArchiveSearch),
+		"archive.expand":  jsonHandler(s.ArchiveExpand),
 	} {
 		if err := rpc.Handle(op, h); err != nil {
 			return err

@@ -383,13 +383,50 @@ func TestRecallUnusedAgentShareFlowsBack(t *testing.T) {
 
 func TestRecallDegraded(t *testing.T) {
 	e := newEnv(t, true)
-	e.seed("acme", "alice", fact{text: "Alice likes rowing on the lake."})
+	e.seed("acme", "alice", fact{text: "Alice likes rowing on the lake."}, fact{text: "Alice owns a red bicycle."})
+	e.seed("acme", "bob", fact{text: "Bob likes rowing too."})
 	resp, err := e.svc.Recall(e.ctx, "acme", contract.RecallRequest{UserID: "alice", Query: "does Alice like rowing"})
 	if err != nil {
 		t.Fatalf("recall with the vector store down: %v, want no error", err)
 	}
-	if !resp.Degraded || len(resp.Items) != 0 || resp.Items == nil {
-		t.Fatalf("resp %+v, want degraded with empty (non-nil) items", resp)
+	if !resp.Degraded || len(resp.Items) == 0 || !strings.Contains(resp.Items[0].Text, "rowing on the lake") {
+		t.Fatalf("resp %+v, want degraded with the keyword match first", resp)
+	}
+	for _, it := range resp.Items {
+		if strings.Contains(it.Text, "Bob") {
+			t.Fatalf("bob's memory in alice's degraded answer: %+v", it)
+		}
+	}
+	if p := resp.Items[0].Parts; p.Dense != 0 || p.Keyword != 1 {
+		t.Fatalf("parts %+v, want keyword only", p)
+	}
+	// Nothing matches: degraded and empty, never an error.
+	resp, err = e.svc.Recall(e.ctx, "acme", contract.RecallRequest{UserID: "alice", Query: "zeppelins over Zurich"})
+	if err != nil || !resp.Degraded || len(resp.Items) != 0 || resp.Items == nil {
+		t.Fatalf("resp %+v, err %v: want degraded with empty (non-nil) items", resp, err)
+	}
+}
+
+// hangingVectors is a vector store whose Search hangs until its context ends.
+type hangingVectors struct{ vector.Store }
+
+func (hangingVectors) Search(ctx context.Context, _ vector.Filter, _ []float32, _ string, _ int) ([]vector.Hit, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestRecallDegradedWithinTimeout(t *testing.T) {
+	e := newEnv(t, false)
+	e.seed("acme", "alice", fact{text: "Alice likes rowing on the lake."})
+	cfg := Defaults()
+	cfg.SearchTimeout = 50 * time.Millisecond
+	svc, err := New(cfg, Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: e.emb, Vectors: hangingVectors{e.vec}, Metrics: e.svc.d.Metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := svc.Recall(e.ctx, "acme", contract.RecallRequest{UserID: "alice", Query: "rowing on the lake"})
+	if err != nil || !resp.Degraded || len(resp.Items) != 1 {
+		t.Fatalf("resp %+v, err %v: want a degraded keyword answer after the search timeout", resp, err)
 	}
 }
 

@@ -2,29 +2,24 @@ package recall
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/membus/membus/pkg/contract"
-	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
 )
 
-// Fusion weights and boosts (SPEC §6 "Score scale").
+// Query preparation (SPEC §6).
 const (
-	denseWeight     = 0.7
-	keywordWeight   = 0.3
-	leafBoost       = 0.12
-	temporalBoost   = 0.10
-	preferenceBoost = 0.08
-	maxLexicalBoost = 0.2
-	maxQueryChars   = 4000
-	minQueryChars   = 5
+	maxQueryChars = 4000
+	minQueryChars = 5
 )
 
 var (
@@ -33,14 +28,22 @@ var (
 	preferenceQuery = regexp.MustCompile(`(?i)\b(like|likes|love|loves|prefer|prefers|favou?rite|enjoy|enjoys|hate|hates|dislike)\b`)
 )
 
+// candidate is one scored memory, digest or archive message.
 type candidate struct {
-	hit   vector.Hit
-	mem   store.Memory
-	parts contract.ScoreParts
-	score float64
+	id, kind, scope, category string
+	text                      string // memory text; for an archive item the indexed line until resolved from SQL
+	sources                   []store.Source
+	createdAt                 time.Time
+	eventTime                 *time.Time
+	mem                       store.Memory // memories and digests
+	msg                       archiveRef   // archive items
+	parts                     contract.ScoreParts
+	score                     float64
+	terms                     map[string]bool
 }
 
-// Recall answers a recall request (SPEC §6).
+// Recall answers a recall request (SPEC §6). It never fails the turn because the vector store
+// is down: it answers from keyword search over SQL, or empty, with degraded set.
 func (s *Service) Recall(ctx context.Context, account string, req contract.RecallRequest) (contract.RecallResponse, error) {
 	start := time.Now()
 	defer func() { s.latency(time.Since(start).Seconds()) }()
@@ -60,6 +63,10 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 	if req.MaxInjectedChars > 0 {
 		budget = req.MaxInjectedChars
 	}
+	now := s.d.Now()
+	if req.Now != nil {
+		now = *req.Now
+	}
 	query := strings.TrimSpace(injected.ReplaceAllString(req.Query, ""))
 	if r := []rune(query); len(r) > maxQueryChars {
 		query = string(r[len(r)-maxQueryChars:])
@@ -72,22 +79,54 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 		scopes = req.TargetTypes
 	}
 	if len(scopes) == 0 {
-		scopes = []string{contract.ScopeUser, contract.ScopeAgent}
-	}
-	vecs, err := s.d.Embedder.Embed(ctx, []string{query})
-	if err != nil {
-		return resp, fmt.Errorf("embed query: %w", err)
+		scopes = s.cfg.DefaultScopes
 	}
 
-	// Search the scopes in parallel, CandidatesPerSide from dense and keyword search each.
+	hits, err := s.search(ctx, account, req, scopes, query)
+	if err != nil {
+		if ctx.Err() != nil {
+			return resp, ctx.Err()
+		}
+		s.log.Warn("vector search failed: answering from keyword search alone", "err", err)
+		s.degraded(1)
+		resp.Degraded = true
+		hits, err = s.keywordFallback(ctx, account, req, scopes, query)
+		if err != nil {
+			s.log.Warn("degraded keyword search failed: answering empty", "err", err)
+			return resp, nil
+		}
+	}
+	cands, dropped, err := s.candidates(ctx, account, req.UserID, hits, query, now)
+	if err != nil {
+		if resp.Degraded {
+			return resp, nil
+		}
+		return resp, err
+	}
+	if req.Trace {
+		resp.Trace = append(resp.Trace, dropped...)
+	}
+	if s.cfg.MMR {
+		cands = mmrRerank(cands, threshold)
+	}
+	s.selectItems(ctx, account, req, cands, limit, threshold, budget, &resp)
+	return resp, nil
+}
+
+// search runs the dense and keyword search of every scope in parallel, each bounded by the
+// search timeout.
+func (s *Service) search(ctx context.Context, account string, req contract.RecallRequest, scopes []string, query string) ([]vector.Hit, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.SearchTimeout)
+	defer cancel()
+	vecs, err := s.d.Embedder.Embed(ctx, []string{query})
+	if err != nil {
+		return nil, fmt.Errorf("embed query: %w", err)
+	}
 	var mu sync.Mutex
 	var hits []vector.Hit
+	var errs []error
 	var wg sync.WaitGroup
-	var searchErr error
-	for _, scope := range scopes {
-		if scope != contract.ScopeUser && scope != contract.ScopeAgent {
-			continue // archive search arrives with the recall issue
-		}
+	for _, scope := range uniqueScopes(scopes) {
 		f := vector.Filter{AccountID: account, UserID: req.UserID, Scopes: []string{scope}}
 		if scope == contract.ScopeAgent && req.AgentID != "" {
 			f.AgentID = req.AgentID
@@ -99,28 +138,48 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				searchErr = err
+				errs = append(errs, fmt.Errorf("search %s: %w", scope, err))
 				return
 			}
 			hits = append(hits, hs...)
 		}()
 	}
 	wg.Wait()
-	if searchErr != nil {
-		s.log.Warn("vector search failed: answering degraded", "err", searchErr)
-		s.degraded(1)
-		resp.Degraded = true
-		return resp, nil
-	}
+	return hits, errors.Join(errs...)
+}
 
-	// SQL is the truth: superseded, deleted or foreign rows never come back.
-	ids := make([]string, 0, len(hits))
-	for _, h := range hits {
-		ids = append(ids, h.ID)
+// uniqueScopes keeps the known scopes, once each, in order.
+func uniqueScopes(scopes []string) []string {
+	var out []string
+	for _, sc := range scopes {
+		if (sc == contract.ScopeUser || sc == contract.ScopeAgent || sc == contract.ScopeArchive) && !containsString(out, sc) {
+			out = append(out, sc)
+		}
 	}
-	rows, err := s.d.Store.MemoriesByID(ctx, account, req.UserID, ids)
+	return out
+}
+
+func containsString(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// candidates checks the hits against SQL (superseded, deleted or foreign memories never come
+// back, even while their index delete is pending) and scores them.
+func (s *Service) candidates(ctx context.Context, account, user string, hits []vector.Hit, query string, now time.Time) ([]candidate, []contract.TraceEntry, error) {
+	var memIDs []string
+	for _, h := range hits {
+		if h.Point.Kind != contract.KindArchive {
+			memIDs = append(memIDs, h.ID)
+		}
+	}
+	rows, err := s.d.Store.MemoriesByID(ctx, account, user, memIDs)
 	if err != nil {
-		return resp, err
+		return nil, nil, err
 	}
 	active := map[string]store.Memory{}
 	for _, m := range rows {
@@ -128,63 +187,124 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 			active[m.ID] = m
 		}
 	}
-	maxKW := 0.0
-	for _, h := range hits {
-		maxKW = max(maxKW, h.Keyword)
-	}
-	isTemporal, isPreference := temporalQuery.MatchString(query), preferenceQuery.MatchString(query)
-	qTerms := termSet(query)
+	var dropped []contract.TraceEntry
 	seen := map[string]bool{}
 	var cands []candidate
+	var dense, keyword []float64
 	for _, h := range hits {
 		if seen[h.ID] {
 			continue
 		}
 		seen[h.ID] = true
-		m, ok := active[h.ID]
-		if !ok {
-			if req.Trace {
-				resp.Trace = append(resp.Trace, contract.TraceEntry{ID: h.ID, Scope: h.Point.Scope, Dropped: "inactive in SQL (superseded, deleted or foreign)"})
+		var c candidate
+		if h.Point.Kind == contract.KindArchive {
+			ref, ok := archiveRefOf(h.Point)
+			if !ok {
+				dropped = append(dropped, contract.TraceEntry{ID: h.ID, Scope: contract.ScopeArchive, Dropped: "archive point without its message reference"})
+				continue
 			}
-			continue
+			c = candidate{id: h.ID, kind: contract.KindArchive, scope: contract.ScopeArchive, text: h.Point.Text, msg: ref,
+				sources: []store.Source{{SessionID: ref.session, MessageID: ref.messageID}}, createdAt: h.Point.CreatedAt}
+		} else {
+			m, ok := active[h.ID]
+			if !ok {
+				dropped = append(dropped, contract.TraceEntry{ID: h.ID, Scope: h.Point.Scope, Dropped: "inactive in SQL (superseded, deleted or foreign)"})
+				continue
+			}
+			kind := contract.KindMemory
+			if m.Category == "digest" {
+				kind = contract.KindDigest
+			}
+			c = candidate{id: m.ID, kind: kind, scope: m.Scope, category: m.Category, text: m.Text, mem: m,
+				sources: m.Sources, createdAt: m.CreatedAt, eventTime: m.EventTime}
+			if kind == contract.KindDigest {
+				c.sources = nil
+			}
 		}
-		c := candidate{hit: h, mem: m}
-		c.parts.Dense = clamp01(h.Dense)
-		if maxKW > 0 {
-			c.parts.Keyword = h.Keyword / maxKW
-		}
-		c.parts.Fused = denseWeight*c.parts.Dense + keywordWeight*c.parts.Keyword
-		boost := leafBoost
-		if isTemporal && m.Category == memory.Event {
-			boost += temporalBoost
-		}
-		if isPreference && m.Category == memory.Preference {
-			boost += preferenceBoost
-		}
-		boost += maxLexicalBoost * overlap(qTerms, m.Text)
-		c.parts.Boost = boost
-		c.score = c.parts.Fused + boost
+		c.terms = termSet(c.text)
 		cands = append(cands, c)
+		dense = append(dense, clamp01(h.Dense))
+		keyword = append(keyword, h.Keyword)
+	}
+	maxKW := 0.0
+	for _, k := range keyword {
+		maxKW = max(maxKW, k)
+	}
+	var dRank, kRank []int
+	if s.cfg.Fusion == FusionRRF {
+		dRank = ranks(len(cands), func(i int) float64 { return dense[i] })
+		kRank = ranks(len(cands), func(i int) float64 { return keyword[i] })
+	}
+	isTemporal, isPreference := temporalQuery.MatchString(query), preferenceQuery.MatchString(query)
+	qTerms := termSet(query)
+	for i := range cands {
+		c := &cands[i]
+		c.parts.Dense = dense[i]
+		if maxKW > 0 {
+			c.parts.Keyword = keyword[i] / maxKW
+		}
+		if s.cfg.Fusion == FusionRRF {
+			c.parts.Fused = rrfFusion(dRank[i], kRank[i])
+		} else {
+			c.parts.Fused = weightedFusion(c.parts.Dense, c.parts.Keyword)
+		}
+		c.parts.Boost = boost(boostInput{kind: c.kind, category: c.category, temporal: isTemporal, preference: isPreference, overlap: overlapTerms(qTerms, c.terms)})
+		c.score = c.parts.Fused + c.parts.Boost
+		if s.cfg.Decay {
+			at := c.createdAt
+			if c.eventTime != nil {
+				at = *c.eventTime
+			}
+			c.parts.Decay = decayFactor(c.category, at, now)
+			c.score *= c.parts.Decay
+		}
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].score != cands[j].score {
 			return cands[i].score > cands[j].score
 		}
-		return cands[i].mem.ID < cands[j].mem.ID
+		return cands[i].id < cands[j].id
 	})
-	itemText := func(c candidate) string {
-		if req.PreferAbstract && c.mem.Abstract != "" {
+	return cands, dropped, nil
+}
+
+// mmrRerank reorders the candidates at or above the threshold by MMR (λ 0.7, Jaccard
+// similarity of their terms); the rest keep their order behind them.
+func mmrRerank(cands []candidate, threshold float64) []candidate {
+	n := 0
+	for n < len(cands) && cands[n].score >= threshold {
+		n++
+	}
+	scores := make([]float64, n)
+	for i := range scores {
+		scores[i] = cands[i].score
+	}
+	order := mmrOrder(scores, func(i, j int) float64 { return jaccard(cands[i].terms, cands[j].terms) })
+	out := make([]candidate, 0, len(cands))
+	for _, i := range order {
+		out = append(out, cands[i])
+	}
+	return append(out, cands[n:]...)
+}
+
+// selectItems applies min score, limit and the injection budget, collapses an item whose
+// messages a better item already states, and writes the items, the block and the trace.
+func (s *Service) selectItems(ctx context.Context, account string, req contract.RecallRequest, cands []candidate, limit int, threshold float64, budget int, resp *contract.RecallResponse) {
+	itemText := func(c *candidate) string {
+		if req.PreferAbstract && c.kind != contract.KindArchive && c.mem.Abstract != "" {
 			return cutText(c.mem.Abstract, s.cfg.MaxItemChars)
 		}
-		return cutText(c.mem.Text, s.cfg.MaxItemChars)
+		return cutText(c.text, s.cfg.MaxItemChars)
 	}
-	// The user scope gets at most UserShare of the budget when the agent scope has candidates;
-	// what the agent's items do not need of their share flows back to the user scope.
+	// The user scope (with the archive, the user's own history) gets at most UserShare of the
+	// budget when the agent scope has candidates; what the agent's items do not need of their
+	// share flows back.
 	userBudget := budget
 	agentCap := budget - int(float64(budget)*s.cfg.UserShare)
 	agentNeed, agentItems, agentHas := 0, 0, false
-	for _, c := range cands {
-		if c.mem.Scope != contract.ScopeAgent || c.score < threshold || agentItems >= limit {
+	for i := range cands {
+		c := &cands[i]
+		if c.scope != contract.ScopeAgent || c.score < threshold || agentItems >= limit {
 			continue
 		}
 		agentHas = true
@@ -196,35 +316,61 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 	if agentHas {
 		userBudget = budget - agentNeed
 	}
+	covered := map[store.Source]string{} // message → the kept item that states it
 	used, usedUser := 0, 0
 	var lines []string
-	for _, c := range cands {
+	for i := range cands {
+		c := &cands[i]
 		keep, why := true, ""
-		text := itemText(c)
 		switch {
 		case c.score < threshold:
 			keep, why = false, fmt.Sprintf("score %.3f below threshold %.2f", c.score, threshold)
 		case len(resp.Items) >= limit:
 			keep, why = false, "over the limit"
-		case used+len(text) > budget:
-			keep, why = false, "over the injection budget"
-		case c.mem.Scope == contract.ScopeUser && usedUser+len(text) > userBudget:
-			keep, why = false, "over the user scope's share of the budget"
+		}
+		if keep && c.kind == contract.KindArchive {
+			if err := s.resolveArchive(ctx, account, c); err != nil {
+				keep, why = false, "archived message not in SQL: "+err.Error()
+			}
+		}
+		if keep {
+			if by, ok := collapsedBy(covered, c.sources); ok {
+				keep, why = false, "collapsed: "+by+" states the same message"
+			}
+		}
+		text := ""
+		if keep {
+			text = itemText(c)
+			switch {
+			case used+len(text) > budget:
+				keep, why = false, "over the injection budget"
+			case c.scope != contract.ScopeAgent && usedUser+len(text) > userBudget:
+				keep, why = false, "over the user scope's share of the budget"
+			}
 		}
 		if req.Trace {
-			resp.Trace = append(resp.Trace, contract.TraceEntry{ID: c.mem.ID, Scope: c.mem.Scope, Score: c.score, Parts: c.parts, Kept: keep, Dropped: why})
+			resp.Trace = append(resp.Trace, contract.TraceEntry{ID: c.id, Scope: c.scope, Score: c.score, Parts: c.parts, Kept: keep, Dropped: why})
 		}
 		if !keep {
 			continue
 		}
 		used += len(text)
-		if c.mem.Scope == contract.ScopeUser {
+		if c.scope != contract.ScopeAgent {
 			usedUser += len(text)
 		}
+		for _, src := range c.sources {
+			if _, ok := covered[src]; !ok {
+				covered[src] = c.id
+			}
+		}
 		parts := c.parts
+		sources := make([]string, 0, len(c.sources))
+		for _, src := range c.sources {
+			sources = append(sources, src.MessageID)
+		}
 		item := contract.RecallItem{
-			ID: c.mem.ID, Kind: contract.KindMemory, Scope: c.mem.Scope, Category: c.mem.Category, Score: c.score,
-			Parts: &parts, Text: text, Sources: c.mem.SourceIDs(), CreatedAt: c.mem.CreatedAt, EventTime: c.mem.EventTime,
+			ID: c.id, Kind: c.kind, Scope: c.scope, Category: c.category, Score: c.score,
+			Parts: &parts, Text: text, Sources: sources, CreatedAt: c.createdAt, EventTime: c.eventTime,
 		}
 		resp.Items = append(resp.Items, item)
 		lines = append(lines, blockLine(item))
@@ -232,13 +378,35 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 	if len(lines) > 0 {
 		resp.Block = "<relevant-memories>\n" + strings.Join(lines, "\n") + "\n</relevant-memories>"
 	}
-	return resp, nil
+}
+
+// collapsedBy reports the kept item that already states every message of sources (an archive
+// message and a memory stated in it take one slot, not two: the better-scoring one, kept first).
+func collapsedBy(covered map[store.Source]string, sources []store.Source) (string, bool) {
+	if len(sources) == 0 {
+		return "", false
+	}
+	by := ""
+	for _, src := range sources {
+		id, ok := covered[src]
+		if !ok {
+			return "", false
+		}
+		by = id
+	}
+	return by, true
 }
 
 func blockLine(it contract.RecallItem) string {
-	prefix := "- [" + it.Category + "] "
-	if it.EventTime != nil {
-		prefix += "(" + it.EventTime.Format("2006-01-02") + ") "
+	var prefix string
+	switch it.Kind {
+	case contract.KindArchive:
+		prefix = "- [archive " + it.CreatedAt.Format("2006-01-02") + "] "
+	default:
+		prefix = "- [" + it.Category + "] "
+		if it.EventTime != nil {
+			prefix += "(" + it.EventTime.Format("2006-01-02") + ") "
+		}
 	}
 	return prefix + strings.ReplaceAll(it.Text, "\n", "\n  ")
 }
@@ -272,15 +440,29 @@ func termSet(s string) map[string]bool {
 }
 
 // overlap is the share of the query's terms the text contains.
-func overlap(q map[string]bool, text string) float64 {
+func overlap(q map[string]bool, text string) float64 { return overlapTerms(q, termSet(text)) }
+
+func overlapTerms(q, t map[string]bool) float64 {
 	if len(q) == 0 {
 		return 0
 	}
 	n := 0
-	for t := range termSet(text) {
-		if q[t] {
+	for term := range t {
+		if q[term] {
 			n++
 		}
 	}
 	return float64(n) / float64(len(q))
+}
+
+// archiveRef names the archived message an archive point is.
+type archiveRef struct {
+	session, messageID, archiveID string
+	seq                           int64
+}
+
+func archiveRefOf(p vector.Point) (archiveRef, bool) {
+	seq, err := strconv.ParseInt(p.Payload["seq"], 10, 64)
+	r := archiveRef{session: p.Payload["session_id"], messageID: p.Payload["message_id"], archiveID: p.Payload["archive_id"], seq: seq}
+	return r, err == nil && r.session != "" && r.messageID != "" && r.archiveID != ""
 }

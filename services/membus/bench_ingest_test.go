@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/membus/membus/pkg/testenv"
+)
+
+// tinyIngestBench are flags small enough for a test: the point is that the command keeps
+// working and keeps its output contract, not its speed.
+var tinyIngestBench = []string{"--events", "20", "--sessions", "3", "--warmup", "4", "--rate", "400", "--duration", "100ms"}
+
+// checkIngestLines checks SPEC §10 JSON Lines of `membus bench ingest`: one per sync mode, in
+// order, every field that applies to ingest present and consistent.
+func checkIngestLines(t *testing.T, out, backend string, modes ...string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(modes) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(modes), out)
+	}
+	for i, line := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %d is not JSON: %v: %s", i, err, line)
+		}
+		if m["bench"] != "ingest" || m["backend"] != backend || m["sync"] != modes[i] {
+			t.Errorf("line %d: bench/backend/sync = %v/%v/%v, want ingest/%s/%s", i, m["bench"], m["backend"], m["sync"], backend, modes[i])
+		}
+		if m["size"] != 40.0 {
+			t.Errorf("line %d: size %v, want 40 (20 events × 2 messages)", i, m["size"])
+		}
+		for _, k := range []string{"ops_per_sec", "msgs_per_sec", "p50_ms", "p95_ms", "p99_ms", "floor_ops_per_sec", "floor_p50_ms", "floor_p99_ms", "ratio", "rss_mb"} {
+			if v, ok := m[k].(float64); !ok || v <= 0 {
+				t.Errorf("line %d: %s = %v, want a positive number", i, k, m[k])
+			}
+		}
+		if m["ops_per_sec"] != m["msgs_per_sec"] {
+			t.Errorf("line %d: ops_per_sec %v != msgs_per_sec %v: ingest counts messages in both", i, m["ops_per_sec"], m["msgs_per_sec"])
+		}
+		if p50, p99 := m["p50_ms"].(float64), m["p99_ms"].(float64); p50 > p99 {
+			t.Errorf("line %d: p50 %v > p99 %v", i, p50, p99)
+		}
+		if _, ok := m["embedder"]; ok {
+			t.Errorf("line %d: embedder reported by a bench that embeds nothing", i)
+		}
+	}
+}
+
+func TestBenchIngestEmbedded(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(append([]string{"bench", "ingest", "--json"}, tinyIngestBench...), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	checkIngestLines(t, stdout.String(), "embedded", "always", "interval")
+	if strings.Contains(stderr.String(), "\r") {
+		t.Errorf("progress bar drawn into a non-terminal stderr: %q", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "paced at 400 msg/s") {
+		t.Errorf("stderr lacks the run's parameters: %q", stderr.String())
+	}
+}
+
+func TestBenchIngestTableAndProgress(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(append([]string{"bench", "ingest", "--sync", "interval", "--progress"}, tinyIngestBench...), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	rows := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(rows) != 2 || !strings.Contains(rows[0], "floor ops/s") || !strings.Contains(rows[1], "interval") || !strings.Contains(rows[1], "x") {
+		t.Errorf("table:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "\rmembus throughput [") || !strings.Contains(stderr.String(), "\rfloor latency [") {
+		t.Errorf("--progress drew no bar: %q", stderr.String())
+	}
+}
+
+// TestBenchIngestReal runs the bench against MariaDB and Redis (with an embedded NATS server).
+func TestBenchIngestReal(t *testing.T) {
+	t.Setenv("MEMBUS_MYSQL_DSN", testenv.MySQLDSN(t))
+	t.Setenv("MEMBUS_REDIS_URL", testenv.RedisURLValue(t))
+	t.Setenv("MEMBUS_NATS_URL", "")
+	var stdout, stderr bytes.Buffer
+	if code := run(append([]string{"bench", "ingest", "--json", "--backend", "real", "--sync", "interval"}, tinyIngestBench...), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	checkIngestLines(t, stdout.String(), "real", "interval")
+}
+
+func TestBenchIngestBadUsage(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		contains []string
+	}{
+		{"real without its variables", map[string]string{"MEMBUS_MYSQL_DSN": "", "MEMBUS_REDIS_URL": ""},
+			[]string{"--backend", "real"}, []string{"MEMBUS_MYSQL_DSN and MEMBUS_REDIS_URL unset"}},
+		{"real without Redis", map[string]string{"MEMBUS_MYSQL_DSN": "u:p@tcp(127.0.0.1:1)/x", "MEMBUS_REDIS_URL": ""},
+			[]string{"--backend", "real"}, []string{"MEMBUS_REDIS_URL unset"}},
+		{"external NATS needs one named sync mode", map[string]string{"MEMBUS_MYSQL_DSN": "u:p@tcp(127.0.0.1:1)/x", "MEMBUS_REDIS_URL": "redis://127.0.0.1:1", "MEMBUS_NATS_URL": "nats://127.0.0.1:1"},
+			[]string{"--backend", "real"}, []string{"--sync always or --sync interval"}},
+		{"unknown backend", nil, []string{"--backend", "cloud"}, []string{"--backend must be embedded or real"}},
+		{"unknown sync", nil, []string{"--sync", "never"}, []string{"--sync must be always, interval or both"}},
+		{"zero events", nil, []string{"--events", "0"}, []string{"must be positive"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run(append([]string{"bench", "ingest"}, tc.args...), &stdout, &stderr); code != 2 {
+				t.Fatalf("exit %d, want 2: %s", code, stderr.String())
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(stderr.String(), c) {
+					t.Errorf("stderr %q lacks %q", stderr.String(), c)
+				}
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+		})
+	}
+}

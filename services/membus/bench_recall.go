@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/membus/membus/pkg/bench"
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/embed"
+	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/runtime"
+	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/vector"
+)
+
+// recallParams are the knobs of one `membus bench recall` run.
+type recallParams struct {
+	sizes    []int // memories per user, one measured configuration each
+	count    int   // measured recalls per size
+	warmup   int
+	progress io.Writer
+	notes    io.Writer
+}
+
+func benchRecallCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("membus bench recall", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sizes := fs.String("sizes", "1000,10000", "memories per user, comma-separated (the issue's full table: 1000,10000,100000)")
+	count := fs.Int("count", 300, "measured recalls per size")
+	warmup := fs.Int("warmup", 30, "recalls before measuring, per size")
+	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
+	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	p := recallParams{count: *count, warmup: *warmup, notes: stderr}
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(stderr, "membus bench recall: --sizes must be positive integers, got %q\n", *sizes)
+			return 2
+		}
+		p.sizes = append(p.sizes, n)
+	}
+	if p.count <= 0 || p.warmup < 0 {
+		fmt.Fprintln(stderr, "membus bench recall: --count must be positive and --warmup not negative")
+		return 2
+	}
+	if *progress || isTerminal(stderr) {
+		p.progress = stderr
+	}
+	ctx, stop := runtime.SignalContext()
+	defer stop()
+	results, err := benchRecall(ctx, p)
+	if err != nil {
+		fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		err = bench.WriteJSON(stdout, results...)
+	} else {
+		err = bench.WriteTable(stdout, results...)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// recallWords is the vocabulary of the generated memories and queries.
+var recallWords = strings.Fields(`alice bob carol dave erin frank grace heidi ivan judy
+	likes loves visited moved works studies plays cooks reads bought painted adopted
+	coffee tea cello guitar denver boston paris tokyo berlin lisbon garden kitchen bicycle kayak
+	python golang rust compiler database cluster kafka postgres redis nats
+	monday tuesday weekend summer winter morning evening birthday wedding concert
+	dog cat parrot horse novel poem marathon hiking climbing sailing pottery chess
+	sister brother mother father friend colleague neighbour manager teacher doctor`)
+
+func recallSentence(r *rand.Rand, n int) string {
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = recallWords[r.IntN(len(recallWords))]
+	}
+	return strings.Join(ws, " ")
+}
+
+// benchRecall measures, per size, recall over NATS (the recall RPC with its defaults, a fresh
+// embedded membus: SQLite, local vector store, hash embedder) for one user holding that many
+// memories, written straight into SQL and the vector store. The floor, in the same run, is
+// the brute-force search recall cannot beat: embed the query, then score every memory of
+// the user exactly (cosine) in a plain loop and keep the top 24.
+func benchRecall(ctx context.Context, p recallParams) ([]bench.Result, error) {
+	var results []bench.Result
+	for _, size := range p.sizes {
+		r, err := benchRecallSize(ctx, size, p)
+		if err != nil {
+			return results, fmt.Errorf("size %d: %w", size, err)
+		}
+		results = append(results, r)
+	}
+	return results, nil
+}
+
+func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Result, error) {
+	env, closeEnv, err := openEvalEnv(ctx, "interval", "hash", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return bench.Result{}, err
+	}
+	defer closeEnv()
+	const account, user, agent = "bench-recall", "u-bench", "main"
+	start := time.Now()
+	vecs, err := seedRecallMemories(ctx, env, account, user, agent, size)
+	if err != nil {
+		return bench.Result{}, fmt.Errorf("seed: %w", err)
+	}
+	fmt.Fprintf(p.notes, "membus bench recall: %d memories written to SQL and the local index in %s\n", size, time.Since(start).Round(time.Millisecond))
+
+	queries := rand.New(rand.NewPCG(uint64(size), 2))
+	qs := make([]string, p.warmup+p.count)
+	for i := range qs {
+		qs[i] = "what does " + recallSentence(queries, 4)
+	}
+	subject := env.Names.RPC(account, "recall")
+	op := func(ctx context.Context, i int) (int, error) {
+		var resp contract.RecallResponse
+		if err := bus.Call(ctx, env.NC, subject, contract.RecallRequest{V: contract.Version, UserID: user, AgentID: agent, Query: qs[i%len(qs)]}, &resp); err != nil {
+			return 0, err
+		}
+		if resp.Degraded {
+			return 0, fmt.Errorf("recall answered degraded")
+		}
+		return 0, nil
+	}
+	opt := bench.Options{WarmupCount: p.warmup, Count: p.count, Concurrency: 1, Progress: p.progress}
+	res, err := bench.Run(ctx, "recall", opt, op)
+	if err != nil {
+		return res, err
+	}
+	floor, err := bench.Run(ctx, "recall-floor", opt, bruteForceOp(env.Embedder, vecs, qs, 24))
+	if err != nil {
+		return res, fmt.Errorf("floor: %w", err)
+	}
+	res.Backend, res.Embedder, res.Size = "embedded", env.Embedder.Model(), size
+	res.Floor = &floor
+	res.RSSMB = bench.RSSMB()
+	return res, nil
+}
+
+// bruteForceOp is the floor: the query embedded, every vector scored exactly, the top k kept.
+func bruteForceOp(emb embed.Embedder, vecs [][]float32, qs []string, k int) bench.Op {
+	return func(ctx context.Context, i int) (int, error) {
+		q, err := emb.Embed(ctx, []string{qs[i%len(qs)]})
+		if err != nil {
+			return 0, err
+		}
+		top := make([]float64, 0, k+1)
+		for _, v := range vecs {
+			var dot float64
+			for j, x := range v {
+				dot += float64(x) * float64(q[0][j])
+			}
+			if len(top) < k || dot > top[len(top)-1] {
+				top = append(top, dot)
+				sort.Sort(sort.Reverse(sort.Float64Slice(top)))
+				if len(top) > k {
+					top = top[:k]
+				}
+			}
+		}
+		if len(top) == 0 || math.IsNaN(top[0]) {
+			return 0, fmt.Errorf("floor scored nothing")
+		}
+		return 0, nil
+	}
+}
+
+// seedRecallMemories writes n user-scope memories (with a few agent-scope ones) of one user
+// into SQL, through the store's own writes (one archive per batch), and into the vector store,
+// and returns their vectors.
+func seedRecallMemories(ctx context.Context, env *runtime.Env, account, user, agent string, n int) ([][]float32, error) {
+	const session, batch = "bench-recall-seed", 1000
+	turn := store.Turn{AccountID: account, UserID: user, AgentID: agent, SessionID: session, EventID: "bench-recall-seed",
+		Messages: []store.Message{{MessageID: "seed", Role: contract.RoleUser, Content: "seed", Parts: json.RawMessage(`[]`), Tokens: 1, CreatedAt: time.Now()}}}
+	if _, err := env.Store.ApplyTurns(ctx, env.Names, 0, []store.Turn{turn}); err != nil {
+		return nil, err
+	}
+	epoch, err := env.Store.AcquireEpoch(ctx, account, session)
+	if err != nil {
+		return nil, err
+	}
+	r := rand.New(rand.NewPCG(uint64(n), 1))
+	all := make([][]float32, 0, n)
+	for b := 0; b < n; b += batch {
+		m := min(batch, n-b)
+		texts := make([]string, m)
+		for i := range texts {
+			texts[i] = fmt.Sprintf("%s %s (note %d)", strings.Title(recallWords[r.IntN(10)]), recallSentence(r, 6+r.IntN(8)), b+i) //nolint:staticcheck // ASCII words
+		}
+		vecs, err := env.Embedder.Embed(ctx, texts)
+		if err != nil {
+			return nil, err
+		}
+		a := store.Archive{ID: memory.ArchiveID(account, session, int64(2+b), int64(1+b+m)), AccountID: account, SessionID: session, UserID: user,
+			AgentID: agent, FromSeq: int64(2 + b), ToSeq: int64(1 + b + m), Kind: contract.CommitSync, State: store.StateArchived, RequestID: fmt.Sprintf("seed-%d", b)}
+		if err := env.Store.CreateArchive(ctx, epoch, a, nil); err != nil {
+			return nil, err
+		}
+		mems := make([]store.Memory, m)
+		pts := make([]vector.Point, m)
+		now := time.Now().UTC()
+		for i, text := range texts {
+			scope, cat := contract.ScopeUser, memory.Categories[i%7]
+			if i%20 == 0 {
+				scope, cat = contract.ScopeAgent, memory.Decision
+			}
+			c := memory.Candidate{Scope: scope, Category: cat, Subject: user, Value: text, Text: text, Polarity: 1}
+			mems[i] = store.Memory{ID: memory.ID(account, user, agent, c), AccountID: account, UserID: user, AgentID: agent, Scope: scope,
+				Category: cat, Subject: user, Value: text, Text: text, Abstract: memory.Abstract(text), Polarity: 1, Importance: 0.5,
+				Sources: []store.Source{{SessionID: session, MessageID: fmt.Sprintf("m-%d", b+i)}}, ValidFrom: now,
+				ContentHash: memory.ContentHash(text), Embedding: vecs[i], EmbedModel: env.Embedder.Model()}
+			pts[i] = runtime.MemoryPoint(mems[i])
+		}
+		if err := env.Store.SaveMemories(ctx, epoch, a, mems, nil, nil); err != nil {
+			return nil, err
+		}
+		if err := env.Vectors.Upsert(ctx, env.Embedder.Model(), pts); err != nil {
+			return nil, err
+		}
+		all = append(all, vecs...)
+	}
+	return all, nil
+}

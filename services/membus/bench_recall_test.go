@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestBenchRecall runs `membus bench recall` at a tiny size: the command keeps working and
+// keeps its SPEC §10 output (one line per size, the floor and the ratio beside it).
+func TestBenchRecall(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := benchRecallCmd([]string{"--sizes", "50,120", "--count", "5", "--warmup", "1", "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), stdout.String())
+	}
+	for i, size := range []float64{50, 120} {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &m); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if m["bench"] != "recall" || m["backend"] != "embedded" || m["size"] != size || m["embedder"] != "hash-v1-384" {
+			t.Errorf("line %d: %v", i, m)
+		}
+		for _, k := range []string{"ops_per_sec", "p50_ms", "p99_ms", "floor_p50_ms", "floor_p99_ms", "ratio", "rss_mb"} {
+			if v, ok := m[k].(float64); !ok || v <= 0 {
+				t.Errorf("line %d: %s = %v, want a positive number", i, k, m[k])
+			}
+		}
+	}
+	if code := benchRecallCmd([]string{"--sizes", "10,x"}, &stdout, &stderr); code != 2 {
+		t.Errorf("bad --sizes: exit %d, want 2", code)
+	}
+}

@@ -1,0 +1,154 @@
+package recall
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/memory"
+)
+
+// Score scale (SPEC §6 "Score scale"): dense cosine clamped to [0,1]; keyword BM25 divided by
+// the best keyword score of the candidate set; fused = 0.7 dense + 0.3 keyword, or RRF; then
+// the boosts; then, when on, temporal decay.
+const (
+	denseWeight     = 0.7
+	keywordWeight   = 0.3
+	leafBoost       = 0.12
+	temporalBoost   = 0.10
+	preferenceBoost = 0.08
+	maxLexicalBoost = 0.2
+
+	// rrfK is the rank constant of reciprocal rank fusion.
+	rrfK = 60
+	// decayHalfLife and decayFloor: a candidate loses half its score every 30 days, never more
+	// than half in all.
+	decayHalfLife = 30 * 24 * time.Hour
+	decayFloor    = 0.5
+	// mmrLambda weighs relevance against novelty in MMR.
+	mmrLambda = 0.7
+)
+
+// Fusion methods (Config.Fusion).
+const (
+	FusionWeighted = "weighted" // 0.7 dense + 0.3 keyword (default)
+	FusionRRF      = "rrf"      // reciprocal rank fusion, k 60, scaled to [0,1]
+)
+
+// evergreen categories never decay: who someone is and what they like do not age.
+var evergreen = map[string]bool{memory.Profile: true, memory.Preference: true, memory.Entity: true}
+
+// weightedFusion is 0.7·dense + 0.3·keyword, both on [0,1].
+func weightedFusion(dense, keyword float64) float64 {
+	return denseWeight*dense + keywordWeight*keyword
+}
+
+// rrfFusion fuses by rank: 1/(k+rank) per side the candidate ranks on (1-based; 0 = not
+// ranked on that side), divided by the best possible sum 2/(k+1), so the scale stays [0,1] and
+// the threshold and boosts keep their meaning.
+func rrfFusion(denseRank, keywordRank int) float64 {
+	s := 0.0
+	if denseRank > 0 {
+		s += 1 / float64(rrfK+denseRank)
+	}
+	if keywordRank > 0 {
+		s += 1 / float64(rrfK+keywordRank)
+	}
+	return s / (2 / float64(rrfK+1))
+}
+
+// ranks returns each candidate's 1-based rank by the value v (higher first; ties by index),
+// 0 for a candidate whose v is 0 (it was not found on that side).
+func ranks(n int, v func(i int) float64) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return v(idx[a]) > v(idx[b]) })
+	out := make([]int, n)
+	for r, i := range idx {
+		if v(i) > 0 {
+			out[i] = r + 1
+		}
+	}
+	return out
+}
+
+// boostInput is what the rerank boosts look at.
+type boostInput struct {
+	kind, category       string
+	temporal, preference bool    // the query asks about time / preferences
+	overlap              float64 // share of the query's terms the text contains
+}
+
+// boost is the rerank boost: +0.12 for leaf items (memories and archive messages, not
+// digests), +0.10 for events on temporal queries, +0.08 for preferences on preference queries,
+// and lexical overlap up to +0.2.
+func boost(in boostInput) float64 {
+	b := 0.0
+	if in.kind != contract.KindDigest {
+		b += leafBoost
+	}
+	if in.temporal && in.category == memory.Event {
+		b += temporalBoost
+	}
+	if in.preference && in.category == memory.Preference {
+		b += preferenceBoost
+	}
+	return b + maxLexicalBoost*max(0, min(1, in.overlap))
+}
+
+// decayFactor is the temporal decay multiplier of an item dated at, seen at now: 0.5^(age/30
+// days), never below 0.5; 1 for evergreen categories, undated items and items from the future.
+func decayFactor(category string, at, now time.Time) float64 {
+	if evergreen[category] || at.IsZero() || !now.After(at) {
+		return 1
+	}
+	f := math.Pow(0.5, float64(now.Sub(at))/float64(decayHalfLife))
+	return max(decayFloor, f)
+}
+
+// mmrOrder reorders candidates (sorted by score, best first) by maximal marginal relevance:
+// each next pick maximises λ·score − (1−λ)·(its highest similarity to an item already
+// picked). sim(i, j) is a similarity on [0,1].
+func mmrOrder(scores []float64, sim func(i, j int) float64) []int {
+	n := len(scores)
+	picked := make([]int, 0, n)
+	used := make([]bool, n)
+	maxSim := make([]float64, n)
+	for len(picked) < n {
+		best, bestVal := -1, math.Inf(-1)
+		for i := 0; i < n; i++ {
+			if used[i] {
+				continue
+			}
+			v := mmrLambda*scores[i] - (1-mmrLambda)*maxSim[i]
+			if v > bestVal {
+				best, bestVal = i, v
+			}
+		}
+		used[best] = true
+		picked = append(picked, best)
+		for i := 0; i < n; i++ {
+			if !used[i] {
+				maxSim[i] = max(maxSim[i], sim(best, i))
+			}
+		}
+	}
+	return picked
+}
+
+// jaccard is the Jaccard similarity of two term sets.
+func jaccard(a, b map[string]bool) float64 {
+	if len(a) == 0 && len(b) == 0 {
+		return 0
+	}
+	inter := 0
+	for t := range a {
+		if b[t] {
+			inter++
+		}
+	}
+	return float64(inter) / float64(len(a)+len(b)-inter)
+}
