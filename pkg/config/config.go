@@ -43,6 +43,13 @@ type Config struct {
 	// RedactPatterns are extra comma-separated regular expressions whose matches are redacted
 	// before anything is stored (the built-in patterns always apply).
 	RedactPatterns string
+	// RecallScopes are the default recall scopes (comma-separated user, agent, archive; empty:
+	// all three).
+	RecallScopes string
+	// RecallFusion is "weighted" (0.7 dense + 0.3 keyword, the default) or "rrf".
+	RecallFusion string
+	// RecallDecay and RecallMMR switch on temporal decay and MMR (both off by default, SPEC §6).
+	RecallDecay, RecallMMR bool
 	// ConfigFile is the optional YAML file (--config / MEMBUS_CONFIG).
 	ConfigFile string
 
@@ -64,6 +71,7 @@ func Defaults() Config {
 		LogLevel:             "info",
 		CommitTokenThreshold: 20000,
 		KeepRecent:           10,
+		RecallFusion:         "weighted",
 	}
 }
 
@@ -132,6 +140,10 @@ func (c *Config) fields() []field {
 		{key: "bypass_session_patterns", str: &c.BypassSessionPatterns, help: "comma-separated glob patterns of session ids never captured"},
 		{key: "agent_prefix", str: &c.AgentPrefix, help: "prefix of OpenClaw agent ids (<prefix>_<id>)"},
 		{key: "redact_patterns", str: &c.RedactPatterns, help: "extra comma-separated regular expressions redacted before storing"},
+		{key: "recall_scopes", str: &c.RecallScopes, help: "default recall scopes, comma-separated user, agent, archive (empty: all three)"},
+		{key: "recall_fusion", str: &c.RecallFusion, help: `recall score fusion: "weighted" (0.7 dense + 0.3 keyword) or "rrf"`},
+		{key: "recall_decay", b: &c.RecallDecay, help: "temporal decay of recall scores (half-life 30 days, never below 0.5x)"},
+		{key: "recall_mmr", b: &c.RecallMMR, help: "MMR diversity re-ranking of recall results (lambda 0.7)"},
 		{key: "config", str: &c.ConfigFile, noFile: true, help: "optional YAML config file"},
 	}
 }

@@ -135,6 +135,14 @@ func (c Config) Validate() error {
 	if c.AgentPrefix != "" && !regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`).MatchString(c.AgentPrefix) {
 		bad("agent_prefix", "must match [A-Za-z0-9_-]{1,32}, got %q", c.AgentPrefix)
 	}
+	for _, sc := range SplitList(c.RecallScopes) {
+		if sc != "user" && sc != "agent" && sc != "archive" {
+			bad("recall_scopes", "scopes are user, agent and archive, got %q", sc)
+		}
+	}
+	if c.RecallFusion != "weighted" && c.RecallFusion != "rrf" {
+		bad("recall_fusion", `must be "weighted" or "rrf", got %q`, c.RecallFusion)
+	}
 	if c.KeepRecent < 0 || c.KeepRecent > 200 {
 		bad("keep_recent", "must be between 0 and 200 (the hot cache holds 200), got %d", c.KeepRecent)
 	}

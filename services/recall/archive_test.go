@@ -2,6 +2,7 @@ package recall
 
 import (
 	"errors"
+	"github.com/membus/membus/pkg/config"
 	"strconv"
 	"strings"
 	"testing"
@@ -216,26 +217,27 @@ func TestArchiveSearchAndExpand(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnv(t *testing.T) {
+func TestConfigFrom(t *testing.T) {
 	cases := []struct {
 		name    string
-		env     map[string]string
+		set     func(*config.Config)
 		check   func(Config) bool
 		wantErr bool
 	}{
-		{"defaults", nil, func(c Config) bool {
+		{"defaults", func(*config.Config) {}, func(c Config) bool {
 			return len(c.DefaultScopes) == 3 && !c.Decay && !c.MMR && c.Fusion == FusionWeighted
 		}, false},
-		{"scopes", map[string]string{"MEMBUS_RECALL_SCOPES": "user, agent"}, func(c Config) bool { return len(c.DefaultScopes) == 2 }, false},
-		{"switches", map[string]string{"MEMBUS_RECALL_DECAY": "true", "MEMBUS_RECALL_MMR": "1", "MEMBUS_RECALL_FUSION": "rrf"},
+		{"scopes", func(c *config.Config) { c.RecallScopes = "user, agent" }, func(c Config) bool { return len(c.DefaultScopes) == 2 }, false},
+		{"switches", func(c *config.Config) { c.RecallDecay, c.RecallMMR, c.RecallFusion = true, true, "rrf" },
 			func(c Config) bool { return c.Decay && c.MMR && c.Fusion == FusionRRF }, false},
-		{"bad scope", map[string]string{"MEMBUS_RECALL_SCOPES": "user,memories"}, nil, true},
-		{"bad fusion", map[string]string{"MEMBUS_RECALL_FUSION": "max"}, nil, true},
-		{"bad bool", map[string]string{"MEMBUS_RECALL_MMR": "sometimes"}, nil, true},
+		{"bad scope", func(c *config.Config) { c.RecallScopes = "user,memories" }, nil, true},
+		{"bad fusion", func(c *config.Config) { c.RecallFusion = "max" }, nil, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := ConfigFromEnv(Defaults(), func(k string) string { return c.env[k] })
+			shared := config.Defaults()
+			c.set(&shared)
+			cfg, err := ConfigFrom(Defaults(), shared)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("err %v, want error %v", err, c.wantErr)
 			}

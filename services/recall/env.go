@@ -1,22 +1,13 @@
 package recall
 
 import (
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
-	"time"
-
+	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/runtime"
 )
 
 // FromEnv builds the service from a process environment (`membus up` and `membus recall`).
-// The recall switches of SPEC §6 that are off or fixed by default can be set with
-// MEMBUS_RECALL_SCOPES (comma-separated default scopes), MEMBUS_RECALL_FUSION (weighted|rrf),
-// MEMBUS_RECALL_DECAY and MEMBUS_RECALL_MMR (true|false), MEMBUS_RECALL_ARCHIVE_CONTEXT (lines)
-// and MEMBUS_RECALL_SEARCH_TIMEOUT (a Go duration).
 func FromEnv(env *runtime.Env) (*Service, error) {
-	cfg, err := ConfigFromEnv(Defaults(), os.Getenv)
+	cfg, err := ConfigFrom(Defaults(), env.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -26,40 +17,15 @@ func FromEnv(env *runtime.Env) (*Service, error) {
 	})
 }
 
-// ConfigFromEnv applies the MEMBUS_RECALL_* variables getenv knows to cfg; a malformed value is
-// an error naming the variable.
-func ConfigFromEnv(cfg Config, getenv func(string) string) (Config, error) {
-	if v := getenv("MEMBUS_RECALL_SCOPES"); v != "" {
-		cfg.DefaultScopes = nil
-		for _, sc := range strings.Split(v, ",") {
-			cfg.DefaultScopes = append(cfg.DefaultScopes, strings.TrimSpace(sc))
-		}
+// ConfigFrom applies the recall keys of the shared configuration (MEMBUS_RECALL_SCOPES,
+// MEMBUS_RECALL_FUSION, MEMBUS_RECALL_DECAY, MEMBUS_RECALL_MMR and their flags) to cfg.
+func ConfigFrom(cfg Config, c config.Config) (Config, error) {
+	if scopes := config.SplitList(c.RecallScopes); len(scopes) > 0 {
+		cfg.DefaultScopes = scopes
 	}
-	if v := getenv("MEMBUS_RECALL_FUSION"); v != "" {
-		cfg.Fusion = v
+	if c.RecallFusion != "" {
+		cfg.Fusion = c.RecallFusion
 	}
-	for name, dst := range map[string]*bool{"MEMBUS_RECALL_DECAY": &cfg.Decay, "MEMBUS_RECALL_MMR": &cfg.MMR} {
-		if v := getenv(name); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return cfg, fmt.Errorf("%s: %w", name, err)
-			}
-			*dst = b
-		}
-	}
-	if v := getenv("MEMBUS_RECALL_ARCHIVE_CONTEXT"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return cfg, fmt.Errorf("MEMBUS_RECALL_ARCHIVE_CONTEXT: %w", err)
-		}
-		cfg.ArchiveContext = n
-	}
-	if v := getenv("MEMBUS_RECALL_SEARCH_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return cfg, fmt.Errorf("MEMBUS_RECALL_SEARCH_TIMEOUT: %w", err)
-		}
-		cfg.SearchTimeout = d
-	}
+	cfg.Decay, cfg.MMR = c.RecallDecay, c.RecallMMR
 	return cfg, cfg.Validate()
 }
