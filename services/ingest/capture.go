@@ -21,15 +21,23 @@ var injectedBlocks = []*regexp.Regexp{
 }
 
 // secretPatterns redact credentials before anything is stored (SPEC §6 "Capture"); each
-// match is replaced whole.
-var secretPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----`),
-	regexp.MustCompile(`\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b`),
-	regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`),
-	regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}\b`),
-	regexp.MustCompile(`\bxox[baprs]-[A-Za-z0-9-]{10,}\b`),
-	regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b`),
+// match is replaced whole. hint is a lower-case literal every match contains: the regexp runs
+// only when the text contains it (most messages hold no secret, and the regexps are costly).
+var secretPatterns = []struct {
+	hint string
+	re   *regexp.Regexp
+}{
+	{"-----begin", regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----`)},
+	{"sk-", regexp.MustCompile(`\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b`)},
+	{"akia", regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`)},
+	{"asia", regexp.MustCompile(`\bASIA[0-9A-Z]{16}\b`)},
+	{"gh", regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}\b`)},
+	{"xox", regexp.MustCompile(`\bxox[baprs]-[A-Za-z0-9-]{10,}\b`)},
+	{"eyj", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b`)},
 }
+
+// keyedHints are lower-case literals one of which every keyedSecret match contains.
+var keyedHints = []string{"passw", "pwd", "secret", "key", "token"}
 
 // bearerSecret is an HTTP bearer credential; the scheme word is kept.
 var bearerSecret = regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/-]{16,}=*`)
@@ -118,13 +126,21 @@ func (c *Capturer) redact(s string) (string, int) {
 		}
 		return s
 	}
-	for _, re := range secretPatterns {
-		s = replace(re, s, "[REDACTED]")
+	lower := strings.ToLower(s)
+	for _, p := range secretPatterns {
+		if strings.Contains(lower, p.hint) {
+			s = replace(p.re, s, "[REDACTED]")
+		}
 	}
 	for _, re := range c.extra {
 		s = replace(re, s, "[REDACTED]")
 	}
-	s = replace(bearerSecret, s, "${1}[REDACTED]")
+	if strings.Contains(lower, "bearer") {
+		s = replace(bearerSecret, s, "${1}[REDACTED]")
+	}
+	if !containsAny(lower, keyedHints) {
+		return s, n
+	}
 	s = keyedSecret.ReplaceAllStringFunc(s, func(match string) string {
 		sub := keyedSecret.FindStringSubmatch(match)
 		key, value := sub[1], sub[2]
@@ -138,6 +154,15 @@ func (c *Capturer) redact(s string) (string, int) {
 		return key + "[REDACTED]"
 	})
 	return s, n
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // afterPrePrompt keeps the messages after the host's pre-prompt count (positions are indices
