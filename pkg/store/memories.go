@@ -198,6 +198,8 @@ type MemoryFilter struct {
 	Category   string
 	ActiveOnly bool
 	Limit      int
+	Since      *time.Time // created at or after (nil: open)
+	Until      *time.Time // created before (nil: open)
 }
 
 // Memories lists a user's memories, newest first.
@@ -219,6 +221,14 @@ func (s *Store) Memories(ctx context.Context, f MemoryFilter) ([]Memory, error) 
 		q += " AND category = ?"
 		args = append(args, f.Category)
 	}
+	if f.Since != nil {
+		q += " AND created_us >= ?"
+		args = append(args, f.Since.UnixMicro())
+	}
+	if f.Until != nil {
+		q += " AND created_us < ?"
+		args = append(args, f.Until.UnixMicro())
+	}
 	if f.ActiveOnly {
 		q += " AND valid_to_us IS NULL AND superseded_by IS NULL AND duplicate_of IS NULL"
 	}
@@ -238,8 +248,11 @@ func (s *Store) MemoriesByID(ctx context.Context, account, user string, ids []st
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	q := "SELECT " + memoryCols + " FROM memories WHERE account_id = ? AND user_id = ? AND id IN (?" + strings.Repeat(",?", len(ids)-1) + ")"
-	args := []any{account, user}
+	// The primary key alone selects the rows; the tenant is checked below. With the tenant in
+	// the WHERE clause SQLite (no ANALYZE statistics) walks the (account_id, user_id) index,
+	// every memory of the user, instead of looking the ids up.
+	q := "SELECT " + memoryCols + " FROM memories WHERE id IN (?" + strings.Repeat(",?", len(ids)-1) + ")"
+	args := make([]any, 0, len(ids))
 	for _, id := range ids {
 		args = append(args, id)
 	}
@@ -247,7 +260,17 @@ func (s *Store) MemoriesByID(ctx context.Context, account, user string, ids []st
 	if err != nil {
 		return nil, err
 	}
-	return scanMemories(rows)
+	ms, err := scanMemories(rows)
+	if err != nil {
+		return nil, err
+	}
+	own := ms[:0]
+	for _, m := range ms {
+		if m.AccountID == account && m.UserID == user {
+			own = append(own, m)
+		}
+	}
+	return own, nil
 }
 
 // GetMemory loads one memory of a user; ErrNotFound for a missing or foreign id.

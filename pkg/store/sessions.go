@@ -277,6 +277,17 @@ func (s *Store) AppliedTurnsSeq(ctx context.Context, account, session string) (u
 	return uint64(v), err
 }
 
+// PendingTokens are the tokens a commit would archive now: messages not yet archived, outside
+// the newest keepRecent (SPEC §6 keeps them active after an automatic commit).
+func (s *Store) PendingTokens(ctx context.Context, account, session string, keepRecent int) (int64, error) {
+	var n sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT SUM(m.tokens) FROM messages m JOIN sessions s
+		ON s.account_id = m.account_id AND s.session_id = m.session_id
+		WHERE m.account_id = ? AND m.session_id = ? AND m.archive_id IS NULL AND m.seq < s.next_seq - ?`,
+		account, session, keepRecent).Scan(&n)
+	return n.Int64, err
+}
+
 const messageCols = "account_id, session_id, seq, message_id, event_id, position, role, name, content, parts, tokens, created_us, archive_id"
 
 func scanMessages(rows *sql.Rows) ([]Message, error) {

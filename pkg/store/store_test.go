@@ -266,3 +266,21 @@ func TestMigrationsFromManyReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPendingTokensExcludeTheKeepRecentWindow(t *testing.T) {
+	backends(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		t0 := time.Now().UTC()
+		for i := 0; i < 15; i++ {
+			if _, err := s.ApplyTurns(ctx, names, 0, []store.Turn{turn("acme", "s1", fmt.Sprint("e", i), uint64(i+1), msg(fmt.Sprint("m", i), 0, "0123456789", t0))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range []struct{ keep, want int64 }{{10, 50}, {0, 150}, {20, 0}} {
+			got, err := s.PendingTokens(ctx, "acme", "s1", int(c.keep))
+			if err != nil || got != c.want {
+				t.Errorf("keep %d: pending = %d, %v; want %d", c.keep, got, err, c.want)
+			}
+		}
+	})
+}

@@ -27,5 +27,6 @@ func ConfigFrom(cfg Config, c config.Config) (Config, error) {
 		cfg.Fusion = c.RecallFusion
 	}
 	cfg.Decay, cfg.MMR = c.RecallDecay, c.RecallMMR
+	cfg.KeepRecent = c.KeepRecent
 	return cfg, cfg.Validate()
 }

@@ -32,7 +32,7 @@ func (s *Service) ListMemories(ctx context.Context, account string, req contract
 		limit = 100
 	}
 	ms, err := s.d.Store.Memories(ctx, store.MemoryFilter{AccountID: account, UserID: req.UserID, AgentID: req.AgentID,
-		Scope: req.Scope, Category: req.Category, ActiveOnly: true, Limit: limit})
+		Scope: req.Scope, Category: req.Category, ActiveOnly: true, Limit: limit, Since: req.Since, Until: req.Until})
 	if err != nil {
 		return resp, err
 	}
@@ -84,10 +84,18 @@ func (s *Service) SessionMeta(ctx context.Context, account string, req contract.
 	if sess.UserID != req.UserID {
 		return contract.SessionMeta{}, store.ErrNotFound
 	}
+	keep := s.cfg.KeepRecent
+	if sess.KeepRecent != nil {
+		keep = *sess.KeepRecent
+	}
+	pending, err := s.d.Store.PendingTokens(ctx, account, req.SessionID, keep)
+	if err != nil {
+		return contract.SessionMeta{}, err
+	}
 	counts, err := s.d.Store.SessionMemoryCounts(ctx, account, req.SessionID)
 	if err != nil {
 		return contract.SessionMeta{}, err
 	}
 	return contract.SessionMeta{V: contract.Version, SessionID: sess.SessionID, MessageCount: int(sess.MessageCount),
-		PendingTokens: int(sess.PendingTokens), CommitCount: int(sess.CommitCount), Memories: counts}, nil
+		PendingTokens: int(pending), CommitCount: int(sess.CommitCount), Memories: counts}, nil
 }

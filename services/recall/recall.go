@@ -39,13 +39,14 @@ type Config struct {
 	ArchiveContext    int           // earlier messages shown with an archive item as context (never sources); default 1
 	SearchTimeout     time.Duration // bound of the vector search; past it recall answers degraded (default 2 s)
 	FallbackMemories  int           // newest memories the degraded keyword search scores (default 5000)
+	KeepRecent        int           // messages an automatic commit keeps active; pending tokens exclude them (default 10)
 }
 
 // Defaults returns SPEC §6's defaults.
 func Defaults() Config {
 	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: 24, MaxItemChars: 1000, UserShare: 0.6,
 		DefaultScopes: []string{contract.ScopeUser, contract.ScopeAgent, contract.ScopeArchive}, Fusion: FusionWeighted,
-		ArchiveContext: 1, SearchTimeout: 2 * time.Second, FallbackMemories: 5000}
+		ArchiveContext: 1, SearchTimeout: 2 * time.Second, FallbackMemories: 5000, KeepRecent: 10}
 }
 
 // Validate names the bad key.
@@ -137,6 +138,8 @@ func (s *Service) Run(ctx context.Context) error {
 		"session.get":     jsonHandler(s.SessionMeta),
 		"archive.search":  jsonHandler(s.ArchiveSearch),
 		"archive.expand":  jsonHandler(s.ArchiveExpand),
+		"stats":           jsonHandler(s.Stats),
+		"erase":           jsonHandler(s.Erase),
 	} {
 		if err := rpc.Handle(op, h); err != nil {
 			return err
