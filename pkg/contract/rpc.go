@@ -1,5 +1,7 @@
 package contract
 
+import "time"
+
 // RPCError is the error body every RPC endpoint answers with (alongside the micro error
 // headers), so HTTP can map it to a status.
 type RPCError struct {
@@ -16,6 +18,9 @@ type MemoriesListRequest struct {
 	Scope    string `json:"scope,omitempty"`
 	Category string `json:"category,omitempty"`
 	Limit    int    `json:"limit,omitempty"`
+	// Since and Until bound the memories' created_at (since ≤ created_at < until); nil: open.
+	Since *time.Time `json:"since,omitempty"`
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // MemoryGetRequest is the body of memories.get and memories.forget.

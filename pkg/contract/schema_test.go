@@ -52,6 +52,12 @@ var payloadTypes = map[string]func() any{
 	"archive_search_response": func() any { return new(contract.ArchiveSearchResponse) },
 	"archive_expand_request":  func() any { return new(contract.ArchiveExpandRequest) },
 	"archive_expand_response": func() any { return new(contract.ArchiveExpandResponse) },
+	"summary_request":         func() any { return new(contract.SummaryRequest) },
+	"summary_response":        func() any { return new(contract.SummaryResponse) },
+	"stats_request":           func() any { return new(contract.StatsRequest) },
+	"stats_response":          func() any { return new(contract.StatsResponse) },
+	"erase_request":           func() any { return new(contract.EraseRequest) },
+	"erase_result":            func() any { return new(contract.EraseResult) },
 }
 
 // invalidWant names, for every invalid example, a fragment of the validation error it must
@@ -117,8 +123,15 @@ var invalidWant = map[string]string{
 	"recall_response/invalid/unknown_item_kind.json":               "/items/0/kind",
 	"rpc_error/invalid/empty_error.json":                           "/error",
 	"rpc_error/invalid/unknown_code.json":                          "/code",
+	"erase_request/invalid/missing_user.json":                      "'user_id'",
+	"stats_request/invalid/unknown_kind.json":                      "/kind",
+	"stats_response/invalid/negative_count.json":                   "/overview/sessions",
 	"session_meta/invalid/negative_count.json":                     "/message_count",
 	"session_meta_request/invalid/missing_session.json":            "'session_id'",
+	"summary_request/invalid/bad_date.json":                        "/date",
+	"summary_request/invalid/unknown_period.json":                  "/period",
+	"summary_response/invalid/day_with_week_bucket.json":           "/bucket",
+	"summary_response/invalid/missing_text.json":                   "'text'",
 	"turn_event/invalid/account_id_too_long.json":                  "/account_id",
 	"turn_event/invalid/bad_account_id.json":                       "/account_id",
 	"turn_event/invalid/bad_created_at.json":                       "/messages/1/created_at",

@@ -22,6 +22,7 @@ import (
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/lock"
 	"github.com/membus/membus/pkg/memory"
@@ -174,25 +175,31 @@ func (e *Env) openRedis(ctx context.Context) error {
 // openVectors opens the embedder and the vector store: Qdrant when MEMBUS_QDRANT_URL is set
 // (no reconcile: Qdrant is the deployment's index), else the local store, which is checked
 // against SQL's stored embeddings and rebuilt from them when it disagrees or is missing.
-// MEMBUS_EMBEDDER=auto follows the model already stored with the index, else hash.
+// MEMBUS_EMBEDDER=auto follows the model already stored with the index (or, without an index,
+// with SQL's memories); on new data it is onnx when the local model is present
+// (MEMBUS_MODEL_DIR, `make model`), else hash. Vectors of two models never mix: an embedder
+// other than the one the index or SQL's memories were embedded with is refused, since this
+// build cannot re-embed memories.
 func (e *Env) openVectors(ctx context.Context) error {
 	cfg := e.Config
 	redactedQdrant := cfg.Redacted().QdrantURL
 	dir := filepath.Join(cfg.DataDir, "vectors")
+	modelDir := cfg.ModelPath()
 
-	// The model stored with the index ("" when there is none), which auto follows.
+	// The model stored with the index ("" when there is none).
 	stored := ""
 	switch {
-	case cfg.Embedder != "auto":
 	case cfg.QdrantURL != "":
-		s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL})
-		switch {
-		case errors.Is(err, qdrant.ErrNoCollection):
-		case err != nil:
-			return fmt.Errorf("MEMBUS_QDRANT_URL %s: %w", redactedQdrant, err)
-		default:
-			stored = s.Model()
-			s.Close()
+		if cfg.Embedder == "auto" {
+			s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL})
+			switch {
+			case errors.Is(err, qdrant.ErrNoCollection):
+			case err != nil:
+				return fmt.Errorf("MEMBUS_QDRANT_URL %s: %w", redactedQdrant, err)
+			default:
+				stored = s.Model()
+				s.Close()
+			}
 		}
 	default:
 		m, _, err := vector.LocalModel(dir)
@@ -203,6 +210,16 @@ func (e *Env) openVectors(ctx context.Context) error {
 		default:
 			stored = m
 		}
+	}
+	// The models SQL's active memories were embedded with: a rebuilt index takes only the
+	// memories of its own model, so these must agree with the embedder too.
+	sqlModels, err := e.memoryEmbedModels(ctx)
+	if err != nil {
+		return err
+	}
+	follow := stored
+	if follow == "" && len(sqlModels) == 1 {
+		follow = sqlModels[0]
 	}
 
 	openAI := func(model string) (embed.Embedder, error) {
@@ -220,10 +237,26 @@ func (e *Env) openVectors(ctx context.Context) error {
 		}
 		return o, nil
 	}
+	openONNX := func() (embed.Embedder, error) {
+		o, err := embed.NewONNX(modelDir)
+		if errors.Is(err, embed.ErrNoModel) {
+			return nil, fmt.Errorf("no local embedding model in %s (MEMBUS_MODEL_DIR): run `make model` (scripts/model.sh) to fetch it: %w", modelDir, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("local embedding model in %s (MEMBUS_MODEL_DIR): %w", modelDir, err)
+		}
+		e.closers = append(e.closers, func() { o.Close() })
+		e.Logger.Info("local embedding model loaded", "model", o.Model(), "dir", modelDir)
+		return o, nil
+	}
 	var inner embed.Embedder
 	switch {
 	case cfg.Embedder == "hash":
 		inner = embed.NewHash()
+	case cfg.Embedder == "onnx":
+		if inner, err = openONNX(); err != nil {
+			return fmt.Errorf("MEMBUS_EMBEDDER=onnx: %w", err)
+		}
 	case cfg.Embedder == "openai":
 		if cfg.EmbedModel == "" {
 			return errors.New("MEMBUS_EMBED_MODEL is required with MEMBUS_EMBEDDER=openai")
@@ -233,22 +266,45 @@ func (e *Env) openVectors(ctx context.Context) error {
 			return err
 		}
 		inner = o
-	case cfg.Embedder == "auto" && (stored == "" || stored == embed.HashModel):
+	case cfg.Embedder == "auto" && follow == "" && embed.ONNXPresent(modelDir):
+		if inner, err = openONNX(); err != nil {
+			return fmt.Errorf("MEMBUS_EMBEDDER=auto: %w", err)
+		}
+	case cfg.Embedder == "auto" && follow == "":
+		e.Logger.Info("no local embedding model: using the hash embedder (word matching only); run `make model` "+
+			"(scripts/model.sh) before the first start for semantic recall with a local model", "model_dir", modelDir)
 		inner = embed.NewHash()
-	case cfg.Embedder == "auto" && strings.HasPrefix(stored, "openai:"):
-		model := strings.TrimPrefix(stored, "openai:")
+	case cfg.Embedder == "auto" && follow == embed.HashModel:
+		if embed.ONNXPresent(modelDir) {
+			e.Logger.Info("the data was embedded with the hash embedder, so MEMBUS_EMBEDDER=auto keeps it although a local model is present; "+
+				"switching needs the memories re-embedded, which this build cannot do (start a new MEMBUS_DATA_DIR to use the model)", "model_dir", modelDir)
+		}
+		inner = embed.NewHash()
+	case cfg.Embedder == "auto" && strings.HasPrefix(follow, "onnx:"):
+		if inner, err = openONNX(); err != nil {
+			return fmt.Errorf("MEMBUS_EMBEDDER=auto follows the data's %s: %w", follow, err)
+		}
+	case cfg.Embedder == "auto" && strings.HasPrefix(follow, "openai:"):
+		model := strings.TrimPrefix(follow, "openai:")
 		if cfg.EmbedModel != "" && cfg.EmbedModel != model {
-			return fmt.Errorf("MEMBUS_EMBED_MODEL=%s, but the vector index was built with %s (MEMBUS_EMBEDDER=auto follows the index)", cfg.EmbedModel, stored)
+			return fmt.Errorf("MEMBUS_EMBED_MODEL=%s, but the data was embedded with %s (MEMBUS_EMBEDDER=auto follows the index)", cfg.EmbedModel, follow)
 		}
 		o, err := openAI(model)
 		if err != nil {
-			return fmt.Errorf("MEMBUS_EMBEDDER=auto follows the index's %s: %w", stored, err)
+			return fmt.Errorf("MEMBUS_EMBEDDER=auto follows the data's %s: %w", follow, err)
 		}
 		inner = o
 	case cfg.Embedder == "auto":
-		return fmt.Errorf("MEMBUS_EMBEDDER=auto: the vector index was built with %s, which this build cannot produce", stored)
+		return fmt.Errorf("MEMBUS_EMBEDDER=auto: the data was embedded with %s, which this build cannot produce", follow)
 	default:
-		return fmt.Errorf("MEMBUS_EMBEDDER=%s: not available in this build yet; use auto, hash or openai", cfg.Embedder)
+		return fmt.Errorf("MEMBUS_EMBEDDER=%s: not available in this build; use auto, hash, onnx or openai", cfg.Embedder)
+	}
+	for _, m := range sqlModels {
+		if m != inner.Model() {
+			return fmt.Errorf("MEMBUS_EMBEDDER=%s gives %s vectors, but memories in SQL were embedded with %s (models found: %s); "+
+				"vectors of two models never mix and this build cannot re-embed memories: use MEMBUS_EMBEDDER=auto "+
+				"(it follows the data) or start a new MEMBUS_DATA_DIR", cfg.Embedder, inner.Model(), m, strings.Join(sqlModels, ", "))
+		}
 	}
 	e.Embedder = embed.NewCached(inner, 10000)
 
@@ -267,8 +323,9 @@ func (e *Env) openVectors(ctx context.Context) error {
 	}
 	v, err := vector.OpenLocal(dir, e.Embedder.Model(), e.Embedder.Dim())
 	if errors.Is(err, vector.ErrModelMismatch) {
-		return fmt.Errorf("vector index in %s was built with another embedding model than MEMBUS_EMBEDDER's %s: %w (delete the folder to rebuild it from SQL)",
-			dir, e.Embedder.Model(), err)
+		return fmt.Errorf("vector index in %s was built with %s, not MEMBUS_EMBEDDER's %s: %w (vectors of two models never mix; "+
+			"use MEMBUS_EMBEDDER=auto, which follows the index, or start a new MEMBUS_DATA_DIR: this build cannot re-embed memories)",
+			dir, stored, e.Embedder.Model(), err)
 	}
 	if err != nil {
 		return fmt.Errorf("vector index in %s (MEMBUS_DATA_DIR): %w", dir, err)
@@ -276,6 +333,25 @@ func (e *Env) openVectors(ctx context.Context) error {
 	e.Vectors = v
 	e.closers = append(e.closers, func() { v.Close() })
 	return e.reconcileVectors(ctx, v)
+}
+
+// memoryEmbedModels lists the embedding models of SQL's active memories, sorted.
+func (e *Env) memoryEmbedModels(ctx context.Context) ([]string, error) {
+	rows, err := e.Store.DB().QueryContext(ctx, `SELECT DISTINCT embed_model FROM memories WHERE embed_model IS NOT NULL AND embed_model <> ''
+		AND valid_to_us IS NULL AND superseded_by IS NULL AND duplicate_of IS NULL ORDER BY embed_model`)
+	if err != nil {
+		return nil, fmt.Errorf("read embedding models from SQL: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			return nil, fmt.Errorf("read embedding models from SQL: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
 }
 
 // reconcileVectors rebuilds the local index from SQL when their contents disagree: the active
@@ -361,9 +437,13 @@ func (e *Env) reconcileVectors(ctx context.Context, v *vector.Local) error {
 
 // MemoryPoint is the index point of a memory row.
 func MemoryPoint(m store.Memory) vector.Point {
+	kind := contract.KindMemory
+	if m.Category == contract.KindDigest { // digests are memory rows of category digest
+		kind = contract.KindDigest
+	}
 	return vector.Point{
 		ID: m.ID, AccountID: m.AccountID, UserID: m.UserID, AgentID: m.AgentID, Scope: m.Scope,
-		Kind: "memory", Category: m.Category, Text: m.Text, Vector: m.Embedding, CreatedAt: m.CreatedAt,
+		Kind: kind, Category: m.Category, Text: m.Text, Vector: m.Embedding, CreatedAt: m.CreatedAt,
 	}
 }
 

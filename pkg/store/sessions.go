@@ -100,7 +100,7 @@ func (s *Store) ApplyTurns(ctx context.Context, names bus.Names, defaultThreshol
 		var cur *Session
 		var curTomb bool
 		flush := func() error {
-			if cur == nil {
+			if cur == nil || curTomb {
 				return nil
 			}
 			return s.finishSession(ctx, tx, names, defaultThreshold, cur, turns, order, results)
@@ -116,6 +116,12 @@ func (s *Store) ApplyTurns(ctx context.Context, names bus.Names, defaultThreshol
 					return err
 				}
 				curTomb = tomb
+				if tomb {
+					// An erased session is not re-created, not even as an empty row.
+					cur = &Session{AccountID: t.AccountID, SessionID: t.SessionID}
+					results[i].Tombstoned = true
+					continue
+				}
 				cur, err = s.lockSession(ctx, tx, t)
 				if err != nil {
 					return err

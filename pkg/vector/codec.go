@@ -56,6 +56,17 @@ func (e *encoder) point(p *Point) {
 	}
 }
 
+// encodedSize is an upper bound of the bytes encoder.point writes for p, so
+// a snapshot's buffer is allocated once.
+func encodedSize(p *Point) int {
+	n := len(p.ID) + len(p.AccountID) + len(p.UserID) + len(p.AgentID) + len(p.Scope) + len(p.Kind) +
+		len(p.Category) + len(p.Text) + 8*binary.MaxVarintLen64 + 4*len(p.Vector) + 3*binary.MaxVarintLen64 + 1
+	for k, v := range p.Payload {
+		n += len(k) + len(v) + 2*binary.MaxVarintLen64
+	}
+	return n + 2*binary.MaxVarintLen64
+}
+
 // decoder reads what encoder wrote; the first error sticks.
 type decoder struct {
 	b   []byte
@@ -154,7 +165,12 @@ func (d *decoder) point() Point {
 const snapMagic = "MBVSNAP1"
 
 func encodeSnapshot(account, user string, pts []*Point) []byte {
-	e := encoder{b: []byte(snapMagic)}
+	size := len(snapMagic) + len(account) + len(user) + 32
+	for _, p := range pts {
+		size += encodedSize(p)
+	}
+	e := encoder{b: make([]byte, 0, size)}
+	e.b = append(e.b, snapMagic...)
 	e.string(account)
 	e.string(user)
 	e.uvarint(uint64(len(pts)))

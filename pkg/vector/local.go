@@ -315,10 +315,11 @@ func (l *Local) Upsert(ctx context.Context, model string, pts []Point) error {
 	if model != l.model {
 		return fmt.Errorf("upsert %s vectors into %s index: %w", model, l.model, ErrModelMismatch)
 	}
+	// The points are encoded into the log and copied into the index before
+	// Upsert returns: the caller's vectors and payloads are not retained.
 	byPart := map[partKey][]Point{}
 	var order []partKey
 	for _, p := range pts {
-		p = copyPoint(p)
 		if err := l.checkPoint(&p); err != nil {
 			return fmt.Errorf("upsert: %w", err)
 		}
@@ -362,7 +363,7 @@ func (l *Local) Delete(ctx context.Context, accountID, userID string, ids []stri
 	var del []string
 	pt.mu.RLock()
 	for _, id := range ids {
-		if c, ok := canonicalID(id); ok && pt.points[c] != nil {
+		if c, ok := canonicalID(id); ok && pt.has(c) {
 			del = append(del, c)
 		}
 	}
@@ -438,7 +439,7 @@ func (pt *partition) appendLog(gdir string, rec *logRecord) error {
 // a log over a newer snapshot is harmless, so a crash between the two loses
 // nothing). The caller holds pt.mu.
 func (pt *partition) snapshot(gdir string) error {
-	if len(pt.points) == 0 {
+	if pt.n == 0 {
 		_ = os.Remove(filepath.Join(gdir, pt.file+".snap"))
 	} else {
 		b := encodeSnapshot(pt.account, pt.user, pt.sortedPoints())
@@ -507,11 +508,11 @@ func (l *Local) Get(ctx context.Context, accountID, userID, id string) (Point, e
 	}
 	pt.mu.RLock()
 	defer pt.mu.RUnlock()
-	e := pt.points[cid]
-	if e == nil {
+	p, ok := pt.get(cid)
+	if !ok {
 		return Point{}, fmt.Errorf("get %s: %w", id, ErrNotFound)
 	}
-	return copyPoint(e.p), nil
+	return p, nil
 }
 
 // Search implements Store.
@@ -561,21 +562,18 @@ func (l *Local) Scroll(ctx context.Context, f Filter, after string, limit int) (
 	}
 	pt.mu.RLock()
 	defer pt.mu.RUnlock()
-	var ids []string
-	for id, e := range pt.points {
-		if id > after && f.match(&e.p) {
-			ids = append(ids, id)
-		}
+	refs := pt.sortedRefs(f, after)
+	more := len(refs) > limit
+	if more {
+		refs = refs[:limit]
 	}
-	slices.Sort(ids)
+	out := make([]Point, len(refs))
+	for i, r := range refs {
+		out[i] = pt.point(r, true)
+	}
 	next := ""
-	if len(ids) > limit {
-		ids = ids[:limit]
-		next = ids[limit-1]
-	}
-	out := make([]Point, len(ids))
-	for i, id := range ids {
-		out[i] = copyPoint(pt.points[id].p)
+	if more {
+		next = out[len(out)-1].ID
 	}
 	return out, next, nil
 }
@@ -608,7 +606,7 @@ func (l *Local) Digest(ctx context.Context, accountID string) (count int, sum st
 	var ids []string
 	for _, pt := range parts {
 		pt.mu.RLock()
-		for id := range pt.points {
+		for id := range pt.ids {
 			ids = append(ids, id)
 		}
 		pt.mu.RUnlock()
@@ -642,8 +640,15 @@ func DigestIDs(ids []string) string {
 // index as it was.
 func (l *Local) Rebuild(ctx context.Context, pts []Point) error {
 	parts := map[partKey]*partition{}
+	swapped := false
+	defer func() {
+		if !swapped {
+			for _, pt := range parts {
+				pt.release()
+			}
+		}
+	}()
 	for _, p := range pts {
-		p = copyPoint(p)
 		if err := l.checkPoint(&p); err != nil {
 			return fmt.Errorf("rebuild: %w", err)
 		}
@@ -690,8 +695,13 @@ func (l *Local) Rebuild(ctx context.Context, pts []Point) error {
 	old := genDir(l.dir, l.gen)
 	l.gen = next
 	l.partsMu.Lock()
+	prev := l.parts
 	l.parts = parts
 	l.partsMu.Unlock()
+	swapped = true
+	for _, pt := range prev { // no operation holds them: opMu is held for writing
+		pt.release()
+	}
 	if err := os.RemoveAll(old); err != nil {
 		return fmt.Errorf("rebuild: remove old generation: %w", err)
 	}
@@ -713,6 +723,7 @@ func (l *Local) Close() error {
 		if pt.logRecords > 0 {
 			errs = append(errs, pt.snapshot(gdir))
 		}
+		pt.release()
 		pt.mu.Unlock()
 	}
 	return errors.Join(errs...)

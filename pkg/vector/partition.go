@@ -3,8 +3,10 @@ package vector
 import (
 	"cmp"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
+	"time"
 )
 
 // BM25 parameters.
@@ -13,17 +15,37 @@ const (
 	bm25B  = 0.75
 )
 
+// Layout and search tuning.
+const (
+	// blockPoints vectors share one contiguous block of floats: a scan
+	// walks memory in order, and growing a segment never copies vectors.
+	blockPoints = 1024
+	// denseMargin extra candidates are kept by the float32 scan and
+	// re-scored exactly (float64), so rounding in the scan cannot change
+	// which k points win.
+	denseMargin = 16
+	// parallelMinPoints: a dense scan over at least this many points is
+	// split across the CPUs.
+	parallelMinPoints = 16 * blockPoints
+)
+
 // partition holds one (account, user) pair's points with their BM25 index.
-// A search or write touches exactly one partition.
+// A search or write touches exactly one partition. Points are kept in one
+// segment per scope, so a search of one scope scans only that scope's
+// points; BM25 statistics (N, df, average length) stay partition-wide.
 type partition struct {
 	mu      sync.RWMutex
 	account string
 	user    string
 	file    string // file name stem under the generation dir
 
-	points   map[string]*entry
-	postings map[string]map[string]int // term -> point id -> term frequency
-	totalLen int                       // sum of entry.length
+	ids      map[string]ref // point id -> where it is
+	segs     []*segment     // one per scope, in first-seen order
+	termIDs  map[string]int32
+	df       []int32 // by term id: points holding the term, all segments
+	n        int     // points, all segments
+	totalLen int     // sum of pointMeta.length
+	strs     map[string]string
 
 	// persistence state, guarded by mu
 	logRecords int
@@ -31,119 +53,293 @@ type partition struct {
 	snapBytes  int64
 }
 
-type entry struct {
-	p      Point
-	norm   float64
-	terms  map[string]int
-	length int
+type ref struct {
+	seg int32
+	i   int32
 }
+
+// segment holds the points of one scope: vectors in contiguous blocks,
+// metadata and BM25 postings indexed by the point's position. A removal
+// moves the last point into the hole.
+type segment struct {
+	scope    string
+	dim      int
+	blocks   []vecBlock // blockPoints vectors each
+	norms    []float64  // L2 norm of each vector
+	inv      []float32  // 1/norm (0 for a zero vector), for the scan
+	meta     []pointMeta
+	postings [][]posting // by term id
+}
+
+// vecBlock is one block of vectors; raw is set when it lives outside the Go
+// heap (see newBlock) and must be freed.
+type vecBlock struct {
+	v   []float32
+	raw []byte
+}
+
+// pointMeta is a point without its vector. Agent, kind and category are
+// interned per partition.
+type pointMeta struct {
+	id        string
+	agent     string
+	kind      string
+	category  string
+	text      string
+	payload   map[string]string // nil when empty
+	createdAt time.Time
+	terms     []termFreq
+	length    int32
+}
+
+type termFreq struct{ term, tf int32 }
+
+type posting struct{ i, tf int32 }
 
 func newPartition(account, user string) *partition {
 	return &partition{
-		account:  account,
-		user:     user,
-		file:     partitionFile(account, user),
-		points:   make(map[string]*entry),
-		postings: make(map[string]map[string]int),
+		account: account,
+		user:    user,
+		file:    partitionFile(account, user),
+		ids:     make(map[string]ref),
+		termIDs: make(map[string]int32),
+		strs:    make(map[string]string),
 	}
+}
+
+func (pt *partition) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	if v, ok := pt.strs[s]; ok {
+		return v
+	}
+	pt.strs[s] = s
+	return s
+}
+
+// segment returns the segment of scope, creating it when create is set.
+func (pt *partition) segment(scope string, create bool) (int32, *segment) {
+	for i, s := range pt.segs {
+		if s.scope == scope {
+			return int32(i), s
+		}
+	}
+	if !create {
+		return -1, nil
+	}
+	s := &segment{scope: pt.intern(scope)}
+	pt.segs = append(pt.segs, s)
+	return int32(len(pt.segs) - 1), s
+}
+
+func (s *segment) len() int { return len(s.meta) }
+
+// vec returns the stored vector of point i (not a copy).
+func (s *segment) vec(i int) []float32 {
+	b := s.blocks[i/blockPoints].v
+	o := (i % blockPoints) * s.dim
+	return b[o : o+s.dim : o+s.dim]
 }
 
 // put inserts or replaces p. The caller holds mu for writing.
 func (pt *partition) put(p Point) {
 	pt.remove(p.ID)
-	e := &entry{p: p, norm: norm(p.Vector), terms: make(map[string]int)}
-	for _, t := range Terms(p.Text) {
-		e.terms[t]++
-		e.length++
+	si, s := pt.segment(p.Scope, true)
+	if s.len() == 0 && len(s.blocks) == 0 {
+		s.dim = len(p.Vector)
 	}
-	for t, tf := range e.terms {
-		post := pt.postings[t]
-		if post == nil {
-			post = make(map[string]int)
-			pt.postings[t] = post
+	i := s.len()
+	if i/blockPoints == len(s.blocks) {
+		s.blocks = append(s.blocks, newBlock(blockPoints*s.dim))
+	}
+	copy(s.vec(i), p.Vector)
+	nv := norm(p.Vector)
+	var inv float32
+	if nv > 0 {
+		inv = float32(1 / nv)
+	}
+	s.norms = append(s.norms, nv)
+	s.inv = append(s.inv, inv)
+
+	m := pointMeta{id: p.ID, agent: pt.intern(p.AgentID), kind: pt.intern(p.Kind), category: pt.intern(p.Category),
+		text: p.Text, createdAt: p.CreatedAt}
+	if len(p.Payload) > 0 {
+		m.payload = make(map[string]string, len(p.Payload))
+		for k, v := range p.Payload {
+			m.payload[k] = v
 		}
-		post[p.ID] = tf
 	}
-	pt.totalLen += e.length
-	pt.points[p.ID] = e
+	for _, t := range Terms(p.Text) {
+		id, ok := pt.termIDs[t]
+		if !ok {
+			id = int32(len(pt.df))
+			pt.termIDs[t] = id
+			pt.df = append(pt.df, 0)
+		}
+		m.length++
+		if j := slices.IndexFunc(m.terms, func(x termFreq) bool { return x.term == id }); j >= 0 {
+			m.terms[j].tf++
+		} else {
+			m.terms = append(m.terms, termFreq{term: id, tf: 1})
+		}
+	}
+	m.terms = slices.Clip(m.terms)
+	for _, tf := range m.terms {
+		for int(tf.term) >= len(s.postings) {
+			s.postings = append(s.postings, nil)
+		}
+		s.postings[tf.term] = append(s.postings[tf.term], posting{i: int32(i), tf: tf.tf})
+		pt.df[tf.term]++
+	}
+	s.meta = append(s.meta, m)
+	pt.ids[p.ID] = ref{seg: si, i: int32(i)}
+	pt.n++
+	pt.totalLen += int(m.length)
 }
 
 // remove deletes id if present. The caller holds mu for writing.
 func (pt *partition) remove(id string) {
-	e, ok := pt.points[id]
+	r, ok := pt.ids[id]
 	if !ok {
 		return
 	}
-	for t := range e.terms {
-		post := pt.postings[t]
-		delete(post, id)
-		if len(post) == 0 {
-			delete(pt.postings, t)
-		}
+	s := pt.segs[r.seg]
+	i := int(r.i)
+	m := &s.meta[i]
+	for _, tf := range m.terms {
+		post := s.postings[tf.term]
+		j := slices.IndexFunc(post, func(p posting) bool { return int(p.i) == i })
+		post[j] = post[len(post)-1]
+		s.postings[tf.term] = post[:len(post)-1]
+		pt.df[tf.term]--
 	}
-	pt.totalLen -= e.length
-	delete(pt.points, id)
+	pt.totalLen -= int(m.length)
+	pt.n--
+	delete(pt.ids, id)
+
+	last := s.len() - 1
+	if i != last {
+		copy(s.vec(i), s.vec(last))
+		s.norms[i], s.inv[i] = s.norms[last], s.inv[last]
+		s.meta[i] = s.meta[last]
+		for _, tf := range s.meta[i].terms {
+			post := s.postings[tf.term]
+			j := slices.IndexFunc(post, func(p posting) bool { return int(p.i) == last })
+			post[j].i = int32(i)
+		}
+		pt.ids[s.meta[i].id] = ref{seg: r.seg, i: int32(i)}
+	}
+	s.meta[last] = pointMeta{}
+	s.meta = s.meta[:last]
+	s.norms = s.norms[:last]
+	s.inv = s.inv[:last]
+	if last%blockPoints == 0 {
+		s.blocks[len(s.blocks)-1].free()
+		s.blocks = s.blocks[:len(s.blocks)-1]
+	}
 }
 
-// sortedPoints returns the partition's points in id order.
-func (pt *partition) sortedPoints() []*Point {
-	out := make([]*Point, 0, len(pt.points))
-	for _, e := range pt.points {
-		out = append(out, &e.p)
+// release frees the partition's vector blocks. The partition must not be
+// used afterwards; the caller makes sure no operation still holds it.
+func (pt *partition) release() {
+	for _, s := range pt.segs {
+		for i := range s.blocks {
+			s.blocks[i].free()
+		}
+		s.blocks = nil
 	}
-	slices.SortFunc(out, func(a, b *Point) int { return cmp.Compare(a.ID, b.ID) })
+	pt.segs, pt.ids, pt.n = nil, map[string]ref{}, 0
+}
+
+// has reports whether id is in the partition.
+func (pt *partition) has(id string) bool {
+	_, ok := pt.ids[id]
+	return ok
+}
+
+// point returns the stored point at r; the vector is shared with the index
+// unless clone is set.
+func (pt *partition) point(r ref, clone bool) Point {
+	s := pt.segs[r.seg]
+	m := &s.meta[r.i]
+	p := Point{ID: m.id, AccountID: pt.account, UserID: pt.user, AgentID: m.agent, Scope: s.scope, Kind: m.kind,
+		Category: m.category, Text: m.text, Vector: s.vec(int(r.i)), CreatedAt: m.createdAt}
+	if clone {
+		p.Vector = slices.Clone(p.Vector)
+		if m.payload != nil {
+			p.Payload = make(map[string]string, len(m.payload))
+			for k, v := range m.payload {
+				p.Payload[k] = v
+			}
+		}
+	} else {
+		p.Payload = m.payload
+	}
+	return p
+}
+
+// get returns a copy of the point id.
+func (pt *partition) get(id string) (Point, bool) {
+	r, ok := pt.ids[id]
+	if !ok {
+		return Point{}, false
+	}
+	return pt.point(r, true), true
+}
+
+// sortedPoints returns the partition's points in id order; their vectors
+// and payloads are shared with the index (for encoding under mu).
+func (pt *partition) sortedPoints() []*Point {
+	refs := pt.sortedRefs(Filter{}, "")
+	out := make([]*Point, len(refs))
+	for i, r := range refs {
+		p := pt.point(r, false)
+		out[i] = &p
+	}
 	return out
 }
 
-// keywordScores returns the BM25 score of every matching point that has at
-// least one query term. Collection statistics (N, df, average length) are
-// the partition's. The caller holds mu for reading.
-func (pt *partition) keywordScores(f Filter, query string) map[string]float64 {
-	terms := Terms(query)
-	if len(terms) == 0 || len(pt.points) == 0 {
-		return nil
-	}
-	n := float64(len(pt.points))
-	avgLen := float64(pt.totalLen) / n
-	if avgLen == 0 {
-		avgLen = 1
-	}
-	scores := make(map[string]float64)
-	seen := make(map[string]bool, len(terms))
-	for _, t := range terms {
-		if seen[t] {
-			continue
-		}
-		seen[t] = true
-		post := pt.postings[t]
-		if len(post) == 0 {
-			continue
-		}
-		df := float64(len(post))
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		for id, tf := range post {
-			e := pt.points[id]
-			if !f.match(&e.p) {
-				continue
-			}
-			x := float64(tf)
-			scores[id] += idf * x * (bm25K1 + 1) / (x + bm25K1*(1-bm25B+bm25B*float64(e.length)/avgLen))
+// sortedRefs returns the points matching f with an id after `after`, in id
+// order.
+func (pt *partition) sortedRefs(f Filter, after string) []ref {
+	out := make([]ref, 0, len(pt.ids))
+	for id, r := range pt.ids {
+		if id > after && f.matchMeta(pt.segs[r.seg].scope, &pt.segs[r.seg].meta[r.i]) {
+			out = append(out, r)
 		}
 	}
-	return scores
+	slices.SortFunc(out, func(a, b ref) int {
+		return cmp.Compare(pt.segs[a.seg].meta[a.i].id, pt.segs[b.seg].meta[b.i].id)
+	})
+	return out
 }
 
-// dense returns the cosine of e with the query vector (norm qn), clamped to
-// [0,1].
-func dense(e *entry, q []float32, qn float64) float64 {
-	if qn == 0 || e.norm == 0 || len(q) != len(e.p.Vector) {
+// matchMeta is Filter.match for a stored point.
+func (f Filter) matchMeta(scope string, m *pointMeta) bool {
+	if f.AgentID != "" && m.agent != f.AgentID {
+		return false
+	}
+	return in(f.Scopes, scope) && in(f.Kinds, m.kind) && in(f.Categories, m.category)
+}
+
+// pointFilter reports whether f narrows beyond the scope (so each point's
+// metadata must be checked).
+func (f Filter) pointFilter() bool {
+	return f.AgentID != "" || len(f.Kinds) > 0 || len(f.Categories) > 0
+}
+
+// dense returns the cosine of a stored vector (norm vn) with the query
+// vector (norm qn), clamped to [0,1], computed in float64.
+func dense(v []float32, vn float64, q []float32, qn float64) float64 {
+	if qn == 0 || vn == 0 || len(q) != len(v) {
 		return 0
 	}
 	var dot float64
-	for i, x := range e.p.Vector {
+	for i, x := range v {
 		dot += float64(x) * float64(q[i])
 	}
-	return min(max(dot/(e.norm*qn), 0), 1)
+	return min(max(dot/(vn*qn), 0), 1)
 }
 
 func norm(v []float32) float64 {
@@ -154,55 +350,280 @@ func norm(v []float32) float64 {
 	return math.Sqrt(s)
 }
 
-type scored struct {
+// dot32 is the float32 dot product of a and b (len(b) >= len(a)), the
+// inner loop of the dense scan.
+func dot32(a, b []float32) float32 {
+	var s0, s1, s2, s3 float32
+	b = b[:len(a)]
+	for len(a) >= 8 {
+		x := a[:8:8]
+		y := b[:8:8]
+		s0 += x[0]*y[0] + x[4]*y[4]
+		s1 += x[1]*y[1] + x[5]*y[5]
+		s2 += x[2]*y[2] + x[6]*y[6]
+		s3 += x[3]*y[3] + x[7]*y[7]
+		a, b = a[8:], b[8:]
+	}
+	for i := range a {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// cand is a scored point of one search.
+type cand struct {
+	r     ref
 	id    string
 	score float64
 }
 
-// topK returns the k highest scores, ties broken by id.
-func topK(s []scored, k int) []scored {
-	slices.SortFunc(s, func(a, b scored) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
-	if len(s) > k {
-		s = s[:k]
+// better orders candidates by score, then id.
+func better(a, b *cand) bool {
+	if a.score != b.score {
+		return a.score > b.score
 	}
-	return s
+	return a.id < b.id
+}
+
+// topHeap keeps the k best candidates (a min-heap on better).
+type topHeap struct {
+	k int
+	h []cand
+}
+
+// worse reports whether i ranks below j.
+func (t *topHeap) worse(i, j int) bool { return better(&t.h[j], &t.h[i]) }
+
+// admits reports whether a candidate with this score could enter.
+func (t *topHeap) admits(score float64) bool {
+	return len(t.h) < t.k || score >= t.h[0].score
+}
+
+func (t *topHeap) push(c cand) {
+	if len(t.h) < t.k {
+		t.h = append(t.h, c)
+		for j := len(t.h) - 1; j > 0; {
+			p := (j - 1) / 2
+			if !t.worse(j, p) {
+				break
+			}
+			t.h[j], t.h[p] = t.h[p], t.h[j]
+			j = p
+		}
+		return
+	}
+	if !better(&c, &t.h[0]) {
+		return
+	}
+	t.h[0] = c
+	for j := 0; ; {
+		l, r, m := 2*j+1, 2*j+2, j
+		if l < len(t.h) && t.worse(l, m) {
+			m = l
+		}
+		if r < len(t.h) && t.worse(r, m) {
+			m = r
+		}
+		if m == j {
+			break
+		}
+		t.h[j], t.h[m] = t.h[m], t.h[j]
+		j = m
+	}
+}
+
+// sorted returns the kept candidates best first.
+func (t *topHeap) sorted() []cand {
+	out := slices.Clone(t.h)
+	slices.SortFunc(out, func(a, b cand) int {
+		if better(&a, &b) {
+			return -1
+		}
+		if better(&b, &a) {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// scanRange scores points [from, to) of segment si by float32 dot product
+// into t. The caller holds mu for reading.
+func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, invQ float32, t *topHeap) {
+	s := pt.segs[si]
+	check := f.pointFilter()
+	for i := from; i < to; i++ {
+		if check && !f.matchMeta(s.scope, &s.meta[i]) {
+			continue
+		}
+		x := dot32(q, s.vec(i)) * s.inv[i] * invQ
+		score := float64(min(max(x, 0), 1))
+		if !t.admits(score) {
+			continue
+		}
+		t.push(cand{r: ref{seg: si, i: int32(i)}, id: s.meta[i].id, score: score})
+	}
+}
+
+// denseTop returns the k points of segs closest to q by exact cosine,
+// ties by id. A float32 scan (split across CPUs when large) keeps
+// k+denseMargin candidates, which are then re-scored in float64.
+func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k int) []cand {
+	keep := k + denseMargin
+	invQ := float32(0)
+	if qn > 0 {
+		invQ = float32(1 / qn)
+	}
+	type job struct {
+		seg      int32
+		from, to int
+	}
+	var jobs []job
+	total := 0
+	for _, si := range segs {
+		n := pt.segs[si].len()
+		for from := 0; from < n; from += blockPoints {
+			jobs = append(jobs, job{si, from, min(from+blockPoints, n)})
+		}
+		total += n
+	}
+	workers := 1
+	if total >= parallelMinPoints {
+		workers = min(runtime.GOMAXPROCS(0), len(jobs))
+	}
+	heaps := make([]topHeap, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		heaps[w].k = keep
+		run := func() {
+			for j := w; j < len(jobs); j += workers {
+				pt.scanRange(f, jobs[j].seg, jobs[j].from, jobs[j].to, q, invQ, &heaps[w])
+			}
+		}
+		if w == workers-1 {
+			run()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run()
+		}()
+	}
+	wg.Wait()
+	var all []cand
+	for w := range heaps {
+		all = append(all, heaps[w].h...)
+	}
+	for i := range all {
+		s := pt.segs[all[i].r.seg]
+		all[i].score = dense(s.vec(int(all[i].r.i)), s.norms[all[i].r.i], q, qn)
+	}
+	t := topHeap{k: k}
+	for _, c := range all {
+		t.push(c)
+	}
+	return t.sorted()
+}
+
+// keywordScores returns the BM25 score of every point of segs matching f
+// that holds at least one query term, by segment position (nil for a
+// segment without matches). Collection statistics (N, df, average length)
+// are the partition's. The caller holds mu for reading.
+func (pt *partition) keywordScores(f Filter, segs []int32, query string) map[int32][]float64 {
+	terms := Terms(query)
+	if len(terms) == 0 || pt.n == 0 {
+		return nil
+	}
+	n := float64(pt.n)
+	avgLen := float64(pt.totalLen) / n
+	if avgLen == 0 {
+		avgLen = 1
+	}
+	check := f.pointFilter()
+	scores := map[int32][]float64{}
+	seen := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		tid, ok := pt.termIDs[t]
+		if !ok || pt.df[tid] == 0 {
+			continue
+		}
+		df := float64(pt.df[tid])
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for _, si := range segs {
+			s := pt.segs[si]
+			if int(tid) >= len(s.postings) || len(s.postings[tid]) == 0 {
+				continue
+			}
+			sc := scores[si]
+			if sc == nil {
+				sc = make([]float64, s.len())
+				scores[si] = sc
+			}
+			for _, p := range s.postings[tid] {
+				m := &s.meta[p.i]
+				if check && !f.matchMeta(s.scope, m) {
+					continue
+				}
+				x := float64(p.tf)
+				sc[p.i] += idf * x * (bm25K1 + 1) / (x + bm25K1*(1-bm25B+bm25B*float64(m.length)/avgLen))
+			}
+		}
+	}
+	return scores
+}
+
+// keywordTop returns the k best keyword scores, ties by id.
+func (pt *partition) keywordTop(kw map[int32][]float64, k int) []cand {
+	t := topHeap{k: k}
+	for si, sc := range kw {
+		s := pt.segs[si]
+		for i, v := range sc {
+			if v > 0 && t.admits(v) {
+				t.push(cand{r: ref{seg: si, i: int32(i)}, id: s.meta[i].id, score: v})
+			}
+		}
+	}
+	return t.sorted()
 }
 
 // search implements Store.Search on one partition. The caller holds mu for
 // reading.
 func (pt *partition) search(f Filter, q []float32, query string, k int) []Hit {
-	qn := norm(q)
-	kw := pt.keywordScores(f, query)
-	pick := make(map[string]bool, 2*k)
-	if len(q) > 0 {
-		var ds []scored
-		for id, e := range pt.points {
-			if f.match(&e.p) {
-				ds = append(ds, scored{id, dense(e, q, qn)})
-			}
-		}
-		for _, s := range topK(ds, k) {
-			pick[s.id] = true
+	var segs []int32
+	for i, s := range pt.segs {
+		if in(f.Scopes, s.scope) && s.len() > 0 {
+			segs = append(segs, int32(i))
 		}
 	}
-	if len(kw) > 0 {
-		ks := make([]scored, 0, len(kw))
-		for id, s := range kw {
-			ks = append(ks, scored{id, s})
+	if len(segs) == 0 {
+		return []Hit{}
+	}
+	qn := norm(q)
+	kw := pt.keywordScores(f, segs, query)
+	var pick []ref
+	if len(q) > 0 {
+		for _, c := range pt.denseTop(f, segs, q, qn, k) {
+			pick = append(pick, c.r)
 		}
-		for _, s := range topK(ks, k) {
-			pick[s.id] = true
+	}
+	for _, c := range pt.keywordTop(kw, k) {
+		if !slices.Contains(pick, c.r) {
+			pick = append(pick, c.r)
 		}
 	}
 	hits := make([]Hit, 0, len(pick))
-	for id := range pick {
-		e := pt.points[id]
-		hits = append(hits, Hit{ID: id, Dense: dense(e, q, qn), Keyword: kw[id], Point: copyPoint(e.p)})
+	for _, r := range pick {
+		s := pt.segs[r.seg]
+		h := Hit{ID: s.meta[r.i].id, Dense: dense(s.vec(int(r.i)), s.norms[r.i], q, qn), Point: pt.point(r, true)}
+		if sc := kw[r.seg]; sc != nil {
+			h.Keyword = sc[r.i]
+		}
+		hits = append(hits, h)
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
 		if c := cmp.Compare(b.Dense, a.Dense); c != 0 {
@@ -214,18 +635,4 @@ func (pt *partition) search(f Filter, q []float32, query string, k int) []Hit {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return hits
-}
-
-// copyPoint returns p with its own vector and payload, so callers cannot
-// change the index through a returned point.
-func copyPoint(p Point) Point {
-	p.Vector = slices.Clone(p.Vector)
-	if p.Payload != nil {
-		m := make(map[string]string, len(p.Payload))
-		for k, v := range p.Payload {
-			m[k] = v
-		}
-		p.Payload = m
-	}
-	return p
 }

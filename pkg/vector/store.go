@@ -87,13 +87,6 @@ type Store interface {
 	Close() error
 }
 
-func (f Filter) match(p *Point) bool {
-	if f.AgentID != "" && p.AgentID != f.AgentID {
-		return false
-	}
-	return in(f.Scopes, p.Scope) && in(f.Kinds, p.Kind) && in(f.Categories, p.Category)
-}
-
 func in(list []string, v string) bool {
 	if len(list) == 0 {
 		return true

@@ -3,37 +3,26 @@ package extract
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/membus/membus/pkg/contract"
-	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/lock"
 	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
 )
 
-// Near-duplicate thresholds (SPEC §6).
-const (
-	jaccardDuplicate     = 0.7
-	levenshteinDuplicate = 0.8
-	cosineDuplicate      = 0.92
-	// levenshteinMaxRunes bounds the quadratic edit distance; longer texts rely on the other checks.
-	levenshteinMaxRunes = 600
-)
-
 // Reasons of the conflict and dedup decisions (the reason label of
 // extract_memory_decisions_total, and the log's reason attribute).
 const (
-	reasonNew             = "new"              // no conflict, no duplicate: a new memory
-	reasonSameID          = "same_id"          // the same slot and value (or the same event day): one row
-	reasonValueChanged    = "value_changed"    // conflict: same subject and attribute, new value
-	reasonPolarityFlipped = "polarity_flipped" // conflict: same subject, attribute and value, opposite polarity
-	reasonExact           = "exact"            // dedup: same normalised text
-	reasonContainment     = "containment"      // dedup: one text contains the other
-	reasonJaccard         = "jaccard"          // dedup: token Jaccard ≥ 0.7
-	reasonLevenshtein     = "levenshtein"      // dedup: Levenshtein similarity ≥ 0.8
-	reasonCosine          = "cosine"           // dedup: dense cosine ≥ 0.92
+	reasonNew             = "new"                 // no conflict, no duplicate: a new memory
+	reasonSameID          = "same_id"             // the same slot and value (or the same event day): one row
+	reasonValueChanged    = "value_changed"       // conflict: same subject and attribute, new value
+	reasonPolarityFlipped = "polarity_flipped"    // conflict: same subject, attribute and value, opposite polarity
+	reasonExact           = memory.DupExact       // dedup: same normalised text
+	reasonContainment     = memory.DupContainment // dedup: one text contains the other
+	reasonJaccard         = memory.DupJaccard     // dedup: token Jaccard ≥ 0.7
+	reasonLevenshtein     = memory.DupLevenshtein // dedup: Levenshtein similarity ≥ 0.8
+	reasonCosine          = memory.DupCosine      // dedup: dense cosine ≥ 0.92
 )
 
 // extract turns an archived range into memory rows (state extracted). Conflicts are resolved
@@ -196,101 +185,34 @@ func conflicting(existing []store.Memory, m store.Memory) (store.Memory, string,
 	return store.Memory{}, "", false
 }
 
-// duplicate finds an active memory that says the same thing — the same id, exact normalised
-// text, containment, token Jaccard ≥ 0.7, Levenshtein similarity ≥ 0.8 or dense cosine ≥
-// 0.92 — and says which check matched. Two memories that fill different slots (or the same
-// slot with different values) are never near-duplicates, however similar their words: "likes
-// cats" is not "likes bats".
+// duplicate finds an active memory that says the same thing — the same id, or a near-duplicate
+// by memory.NearDuplicate (exact normalised text, containment, token Jaccard ≥ 0.7,
+// Levenshtein similarity ≥ 0.8 or dense cosine ≥ 0.92) — and says which check matched. Two
+// memories that fill different slots (or the same slot with different values) are never
+// near-duplicates, however similar their words: "likes cats" is not "likes bats".
 func duplicate(existing []store.Memory, m store.Memory) (store.Memory, string, bool) {
-	norm := memory.Normalize(m.Text)
+	mc := comparable(m)
 	for _, e := range existing {
 		if e.ID == m.ID {
 			return e, reasonSameID, true
 		}
-		if e.Scope != m.Scope || e.Category != m.Category {
-			continue
-		}
-		if e.ContentHash == m.ContentHash {
-			return e, reasonExact, true
-		}
-		if differentSlots(e, m) {
-			continue
-		}
-		en := memory.Normalize(e.Text)
-		switch {
-		case len(norm) > 20 && len(en) > 20 && (strings.Contains(en, norm) || strings.Contains(norm, en)):
-			return e, reasonContainment, true
-		case jaccard(en, norm) >= jaccardDuplicate:
-			return e, reasonJaccard, true
-		case levenshteinSimilarity(en, norm) >= levenshteinDuplicate:
-			return e, reasonLevenshtein, true
-		case len(e.Embedding) > 0 && len(e.Embedding) == len(m.Embedding) && float64(embed.Cosine(e.Embedding, m.Embedding)) >= cosineDuplicate:
-			return e, reasonCosine, true
+		if reason, ok := memory.NearDuplicate(comparable(e), mc); ok {
+			return e, reason, true
 		}
 	}
 	return store.Memory{}, "", false
 }
 
-// differentSlots reports whether two memories hold distinct slot values.
-func differentSlots(a, b store.Memory) bool {
-	if a.Attribute == "" || b.Attribute == "" {
-		return false
-	}
-	return memory.Normalize(a.Subject) != memory.Normalize(b.Subject) || memory.Normalize(a.Attribute) != memory.Normalize(b.Attribute) ||
-		memory.Normalize(a.Value) != memory.Normalize(b.Value) || a.Polarity != b.Polarity
+// comparable is what the near-duplicate rules look at of a memory row.
+func comparable(m store.Memory) memory.Comparable {
+	return memory.Comparable{Scope: m.Scope, Category: m.Category, Subject: m.Subject, Attribute: m.Attribute, Value: m.Value,
+		Polarity: m.Polarity, Text: m.Text, ContentHash: m.ContentHash, Embedding: m.Embedding}
 }
 
-// levenshteinSimilarity is 1 − edit distance / the longer length, over runes; 0 when the
-// lengths alone rule out a match or the texts are too long to compare cheaply.
-func levenshteinSimilarity(a, b string) float64 {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) < len(rb) {
-		ra, rb = rb, ra
-	}
-	if len(ra) == 0 {
-		return 1
-	}
-	if len(ra) > levenshteinMaxRunes || float64(len(rb))/float64(len(ra)) < levenshteinDuplicate {
-		return 0
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return 1 - float64(prev[len(rb)])/float64(len(ra))
-}
+// The shared near-duplicate rule the tests probe (pkg/memory owns it).
+const levenshteinDuplicate = memory.LevenshteinDuplicate
 
-func jaccard(a, b string) float64 {
-	ta, tb := map[string]bool{}, map[string]bool{}
-	for _, w := range strings.Fields(a) {
-		ta[w] = true
-	}
-	for _, w := range strings.Fields(b) {
-		tb[w] = true
-	}
-	if len(ta) == 0 || len(tb) == 0 {
-		return 0
-	}
-	inter := 0
-	for w := range ta {
-		if tb[w] {
-			inter++
-		}
-	}
-	return float64(inter) / float64(len(ta)+len(tb)-inter)
-}
+func levenshteinSimilarity(a, b string) float64 { return memory.LevenshteinSimilarity(a, b) }
 
 // index writes the archive's memories to the vector store, drops what they superseded, and
 // completes the commit (state indexed, commit_completed).

@@ -32,15 +32,49 @@ const keyLookupTimeout = 5 * time.Second
 // headers), never from the URL or the body.
 type identity struct {
 	Account string
-	User    string
+	User    string // "" for operator keys and for admin keys on ops routes
 	KeyID   string // "" in insecure mode
+	Role    string // store.RoleUser, RoleAdmin, RoleOperator; RoleAdmin in insecure mode
+}
+
+// What a route accepts.
+type access int
+
+const (
+	accessData  access = iota // user and admin keys, acting for one user
+	accessAdmin               // admin keys only (and insecure mode), acting for a user named by the route
+	accessOps                 // admin keys (their account) and operator keys (every account)
+)
+
+// rateKey is the rate limit bucket of the caller: the API key, or the insecure identity.
+func (id identity) rateKey() string {
+	if id.KeyID != "" {
+		return "key:" + id.KeyID
+	}
+	return "insecure:" + id.Account + ":" + id.User
 }
 
 // authed resolves the caller's identity and runs h for it. Lookups go to the key store on
 // every request (no cache): a key created or revoked in the store is honoured at once.
 func (s *Service) authed(h func(http.ResponseWriter, *http.Request, identity)) http.HandlerFunc {
+	return s.guard(accessData, h)
+}
+
+// adminAuthed is authed for routes only an admin key may use (erasing a user).
+func (s *Service) adminAuthed(h func(http.ResponseWriter, *http.Request, identity)) http.HandlerFunc {
+	return s.guard(accessAdmin, h)
+}
+
+// opsAuthed is authed for the ops figures: admin keys see their account, operator keys every
+// account; user keys are refused.
+func (s *Service) opsAuthed(h func(http.ResponseWriter, *http.Request, identity)) http.HandlerFunc {
+	return s.guard(accessOps, h)
+}
+
+// guard resolves the identity for the route's access, applies the per-key rate limit and runs h.
+func (s *Service) guard(a access, h func(http.ResponseWriter, *http.Request, identity)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, aerr := s.identify(r)
+		id, aerr := s.identify(r, a)
 		if aerr != nil {
 			if aerr.Status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="membus"`)
@@ -48,11 +82,15 @@ func (s *Service) authed(h func(http.ResponseWriter, *http.Request, identity)) h
 			writeError(w, aerr)
 			return
 		}
+		if aerr := s.rateLimit(w, r, id); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
 		h(w, r, id)
 	}
 }
 
-func (s *Service) identify(r *http.Request) (identity, *apiError) {
+func (s *Service) identify(r *http.Request, a access) (identity, *apiError) {
 	if s.cfg.InsecureNoAuth {
 		account := headerOr(r, headerAccount, insecureDefault)
 		if err := bus.ValidAccount(account); err != nil {
@@ -62,7 +100,7 @@ func (s *Service) identify(r *http.Request) (identity, *apiError) {
 		if err := validUserID(user); err != nil {
 			return identity{}, err
 		}
-		return identity{Account: account, User: user}, nil
+		return identity{Account: account, User: user, Role: store.RoleAdmin}, nil
 	}
 
 	secret, aerr := presentedKey(r)
@@ -85,6 +123,17 @@ func (s *Service) identify(r *http.Request) (identity, *apiError) {
 	}
 
 	named := strings.TrimSpace(r.Header.Get(headerUser))
+	switch {
+	case a == accessOps && (key.Role == store.RoleAdmin || key.Role == store.RoleOperator):
+		return identity{Account: key.AccountID, KeyID: key.ID, Role: key.Role}, nil
+	case a == accessOps:
+		return identity{}, forbidden("ops figures need an admin or operator key")
+	case a == accessAdmin && key.Role != store.RoleAdmin:
+		return identity{}, forbidden("only an admin key may do this")
+	case a == accessAdmin:
+		// The route names the user; the admin acts within its own account.
+		return identity{Account: key.AccountID, KeyID: key.ID, Role: key.Role}, nil
+	}
 	switch key.Role {
 	case store.RoleUser:
 		// A user key acts for its own user only; naming another one is refused.
@@ -94,7 +143,7 @@ func (s *Service) identify(r *http.Request) (identity, *apiError) {
 		if key.UserID == "" {
 			return identity{}, &apiError{Status: http.StatusInternalServerError, Code: codeInternal, Message: "the user key has no user"}
 		}
-		return identity{Account: key.AccountID, User: key.UserID, KeyID: key.ID}, nil
+		return identity{Account: key.AccountID, User: key.UserID, KeyID: key.ID, Role: key.Role}, nil
 	case store.RoleAdmin:
 		if named == "" {
 			return identity{}, badRequest("an admin key must name the user with " + headerUser)
@@ -102,7 +151,7 @@ func (s *Service) identify(r *http.Request) (identity, *apiError) {
 		if err := validUserID(named); err != nil {
 			return identity{}, err
 		}
-		return identity{Account: key.AccountID, User: named, KeyID: key.ID}, nil
+		return identity{Account: key.AccountID, User: named, KeyID: key.ID, Role: key.Role}, nil
 	case store.RoleOperator:
 		return identity{}, forbidden("an operator key reads ops figures only, not data routes")
 	default:

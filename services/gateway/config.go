@@ -19,6 +19,10 @@ type Config struct {
 	MaxMessagesPerRequest int           // max_messages_per_request, default 100
 	RPCTimeout            time.Duration // rpc_timeout, default 10s (also bounds a publish)
 	CommitTimeout         time.Duration // commit_timeout: default wait of a synchronous commit, 60s
+	MaxQueryChars         int           // max_query_chars: longest recall/forget query in characters, default 4000 (over → 413)
+	RateLimit             float64       // rate_limit: requests per second per API key (token bucket refill), default 20
+	RateBurst             int           // rate_burst: bucket size per API key, default 40
+	IdempotencyTTL        time.Duration // idempotency_ttl: how long a write's first answer is kept for its Idempotency-Key, default 24h
 }
 
 // Defaults returns the documented defaults.
@@ -29,6 +33,10 @@ func Defaults() Config {
 		MaxMessagesPerRequest: 100,
 		RPCTimeout:            10 * time.Second,
 		CommitTimeout:         60 * time.Second,
+		MaxQueryChars:         4000,
+		RateLimit:             20,
+		RateBurst:             40,
+		IdempotencyTTL:        24 * time.Hour,
 	}
 }
 
@@ -49,6 +57,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: rpc_timeout must be > 0, got %s", ErrConfig, c.RPCTimeout)
 	case c.CommitTimeout <= 0:
 		return fmt.Errorf("%w: commit_timeout must be > 0, got %s", ErrConfig, c.CommitTimeout)
+	case c.MaxQueryChars <= 0:
+		return fmt.Errorf("%w: max_query_chars must be > 0, got %d", ErrConfig, c.MaxQueryChars)
+	case c.RateLimit <= 0:
+		return fmt.Errorf("%w: rate_limit must be > 0, got %g", ErrConfig, c.RateLimit)
+	case c.RateBurst < 1:
+		return fmt.Errorf("%w: rate_burst must be ≥ 1, got %d", ErrConfig, c.RateBurst)
+	case c.IdempotencyTTL <= 0:
+		return fmt.Errorf("%w: idempotency_ttl must be > 0, got %s", ErrConfig, c.IdempotencyTTL)
 	}
 	return nil
 }

@@ -8,8 +8,12 @@ func FromEnv(env *runtime.Env) (*Service, error) {
 	cfg.Addr = env.Config.HTTPAddr
 	cfg.InsecureNoAuth = env.Config.InsecureNoAuth
 	m := env.Metrics("gateway")
-	return New(cfg, Deps{
+	deps := Deps{
 		NC: env.NC, JS: env.JS, Names: env.Names, Keys: env.Store, Metrics: m,
 		Logger: env.Logger.With("service", "gateway"), Ready: env.Probes(), MetricsHandler: env.MetricsHandler(),
-	})
+	}
+	if env.Redis != nil { // a typed nil must not become a non-nil interface
+		deps.Redis = env.Redis
+	}
+	return New(cfg, deps)
 }

@@ -16,8 +16,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/metrics"
 	"github.com/membus/membus/pkg/store"
 )
@@ -47,6 +49,9 @@ type Deps struct {
 	// MetricsHandler serves /metrics; nil: Metrics' own registry. `membus up` passes one that
 	// serves every service of the process.
 	MetricsHandler http.Handler
+	// Redis, when set, shares the per-key rate limit buckets and the Idempotency-Key answers
+	// among every gateway replica; nil keeps both in this replica's memory.
+	Redis redis.UniversalClient
 }
 
 // Service is the gateway.
@@ -56,6 +61,9 @@ type Service struct {
 	log  *slog.Logger
 	mux  *http.ServeMux
 	h    http.Handler
+
+	limiter rateLimiter
+	idem    idempotencyStore
 
 	requests *prometheus.CounterVec
 	latency  prometheus.Histogram
@@ -93,6 +101,13 @@ func New(cfg Config, deps Deps) (*Service, error) {
 			"HTTP requests by route pattern, method and status.", "route", "status"),
 		latency: deps.Metrics.Histogram("gateway_http_request_duration_seconds",
 			"HTTP request latency in seconds."),
+	}
+	if deps.Redis != nil {
+		s.limiter = newRedisLimiter(deps.Redis, deps.Names.Prefix+":gw:rate:", cfg.RateLimit, cfg.RateBurst, deps.Now)
+		s.idem = newRedisIdempotency(deps.Redis, deps.Names.Prefix+":gw:idem:")
+	} else {
+		s.limiter = newMemoryLimiter(cfg.RateLimit, cfg.RateBurst, deps.Now)
+		s.idem = newMemoryIdempotency(deps.Now)
 	}
 	s.mux = s.routes()
 	s.h = s.observe(s.mux)
@@ -141,27 +156,53 @@ func (s *Service) Run(ctx context.Context) error {
 	return nil
 }
 
-// routes registers every route. Data routes go through authed; health, readiness and
-// metrics need no key.
+// route is one registered route: the pattern as http.ServeMux reads it ("METHOD /path").
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// routeTable lists every route of the gateway; routes registers exactly these, and the OpenAPI
+// test checks the spec against them. Data routes go through authed (writes also through
+// idempotent); ops routes through opsAuthed; health, readiness, metrics and the spec need no key.
+func (s *Service) routeTable() []route {
+	metricsHandler := s.deps.Metrics.Handler()
+	if s.deps.MetricsHandler != nil {
+		metricsHandler = s.deps.MetricsHandler
+	}
+	return []route{
+		{"GET /healthz", s.healthz},
+		{"GET /readyz", s.readyz},
+		{"GET /metrics", metricsHandler.ServeHTTP},
+		{"GET /openapi.yaml", s.openapi},
+
+		{"POST /v1/sessions/{session_id}/messages", s.authed(s.postMessages)},
+		{"GET /v1/sessions/{session_id}", s.authed(s.getSession)},
+		{"DELETE /v1/sessions/{session_id}", s.authed(s.idempotent(s.deleteSession))},
+		{"POST /v1/sessions/{session_id}/commit", s.authed(s.idempotent(s.postCommit))},
+		{"GET /v1/sessions/{session_id}/context", s.authed(s.getContext)},
+		{"GET /v1/sessions/{session_id}/archives/search", s.authed(s.searchArchives)},
+		{"GET /v1/archives/{archive_id}", s.authed(s.expandArchive)},
+		{"POST /v1/recall", s.authed(s.postRecall)},
+		{"GET /v1/memories", s.authed(s.listMemories)},
+		{"POST /v1/memories", s.authed(s.idempotent(s.storeMemory))},
+		{"POST /v1/memories/forget", s.authed(s.idempotent(s.forgetByQuery))},
+		{"GET /v1/memories/{id}", s.authed(s.getMemory)},
+		{"DELETE /v1/memories/{id}", s.authed(s.idempotent(s.forgetMemory))},
+		{"DELETE /v1/users/{user_id}", s.adminAuthed(s.idempotent(s.deleteUser))},
+		{"GET /v1/summaries", s.authed(s.getSummary)},
+		{"GET /v1/stats/overview", s.opsAuthed(s.stats(contract.StatsOverview))},
+		{"GET /v1/stats/categories", s.opsAuthed(s.stats(contract.StatsCategories))},
+		{"GET /v1/stats/trends", s.opsAuthed(s.stats(contract.StatsTrends))},
+		{"GET /v1/stats/agents", s.opsAuthed(s.stats(contract.StatsAgents))},
+	}
+}
+
+// routes registers every route of routeTable.
 func (s *Service) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /readyz", s.readyz)
-	if s.deps.MetricsHandler != nil {
-		mux.Handle("GET /metrics", s.deps.MetricsHandler)
-	} else {
-		mux.Handle("GET /metrics", s.deps.Metrics.Handler())
+	for _, rt := range s.routeTable() {
+		mux.HandleFunc(rt.pattern, rt.handler)
 	}
-
-	mux.HandleFunc("POST /v1/sessions/{session_id}/messages", s.authed(s.postMessages))
-	mux.HandleFunc("GET /v1/sessions/{session_id}", s.authed(s.getSession))
-	mux.HandleFunc("POST /v1/sessions/{session_id}/commit", s.authed(s.postCommit))
-	mux.HandleFunc("GET /v1/sessions/{session_id}/context", s.authed(s.getContext))
-	mux.HandleFunc("POST /v1/recall", s.authed(s.postRecall))
-	mux.HandleFunc("GET /v1/memories", s.authed(s.listMemories))
-	mux.HandleFunc("GET /v1/memories/{id}", s.authed(s.getMemory))
-	mux.HandleFunc("DELETE /v1/memories/{id}", s.authed(s.forgetMemory))
-	mux.HandleFunc("GET /v1/sessions/{session_id}/archives/search", s.authed(s.searchArchives))
-	mux.HandleFunc("GET /v1/archives/{archive_id}", s.authed(s.expandArchive))
 	return mux
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -45,6 +46,9 @@ func decodeJSON(body []byte, v any, optional bool) *apiError {
 			return nil
 		}
 		return badRequest("a JSON body is required")
+	}
+	if !utf8.Valid(body) {
+		return badRequest("the body is not valid UTF-8")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return badRequest("invalid JSON body: " + err.Error())
@@ -89,4 +93,18 @@ func queryInt(r *http.Request, name string) (int, *apiError) {
 		return 0, badRequest(name + " must be a non-negative integer")
 	}
 	return n, nil
+}
+
+// queryTime reads an optional RFC 3339 time query parameter (nil when absent).
+func queryTime(r *http.Request, name string) (*time.Time, *apiError) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, badRequest(name + " must be an RFC 3339 time (2026-11-01T00:00:00Z)")
+	}
+	t = t.UTC()
+	return &t, nil
 }

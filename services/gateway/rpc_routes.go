@@ -177,6 +177,14 @@ func (s *Service) postRecall(w http.ResponseWriter, r *http.Request, id identity
 		writeError(w, aerr)
 		return
 	}
+	if aerr := s.checkQuery(req.Query); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if req.Limit < 0 || req.MaxInjectedChars < 0 || (req.ScoreThreshold != nil && *req.ScoreThreshold < 0) {
+		writeError(w, badRequest("limit, max_injected_chars and score_threshold must not be negative"))
+		return
+	}
 	req.V = contract.Version
 	req.UserID = id.User
 	var resp contract.RecallResponse
@@ -187,11 +195,16 @@ func (s *Service) postRecall(w http.ResponseWriter, r *http.Request, id identity
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// listMemories answers GET /v1/memories?scope=&category=&agent_id=&limit= (RPC memories.list).
+// listMemories answers GET /v1/memories?scope=&category=&agent_id=&since=&until=&limit= (RPC
+// memories.list): active memories, newest first; since/until (RFC 3339) bound created_at.
 func (s *Service) listMemories(w http.ResponseWriter, r *http.Request, id identity) {
 	limit, aerr := queryInt(r, "limit")
 	if aerr != nil {
 		writeError(w, aerr)
+		return
+	}
+	if limit > 1000 {
+		writeError(w, badRequest("limit must be at most 1000"))
 		return
 	}
 	q := r.URL.Query()
@@ -199,8 +212,28 @@ func (s *Service) listMemories(w http.ResponseWriter, r *http.Request, id identi
 		writeError(w, aerr)
 		return
 	}
+	switch q.Get("scope") {
+	case "", contract.ScopeUser, contract.ScopeAgent:
+	default:
+		writeError(w, badRequest("scope must be user or agent"))
+		return
+	}
+	if c := q.Get("category"); len(c) > 64 {
+		writeError(w, badRequest("category is at most 64 characters"))
+		return
+	}
+	since, aerr := queryTime(r, "since")
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	until, aerr := queryTime(r, "until")
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
 	req := contract.MemoriesListRequest{V: contract.Version, UserID: id.User, AgentID: q.Get("agent_id"),
-		Scope: q.Get("scope"), Category: q.Get("category"), Limit: limit}
+		Scope: q.Get("scope"), Category: q.Get("category"), Limit: limit, Since: since, Until: until}
 	var resp contract.MemoriesListResponse
 	if aerr := s.call(r.Context(), id, opMemoriesList, s.cfg.RPCTimeout, req, &resp); aerr != nil {
 		writeError(w, aerr)

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,8 +43,22 @@ func benchRecallCmd(args []string, stdout, stderr io.Writer) int {
 	warmup := fs.Int("warmup", 30, "recalls before measuring, per size")
 	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	p := recallParams{count: *count, warmup: *warmup, notes: stderr}
 	for _, s := range strings.Split(*sizes, ",") {
@@ -121,7 +137,7 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 	defer closeEnv()
 	const account, user, agent = "bench-recall", "u-bench", "main"
 	start := time.Now()
-	vecs, err := seedRecallMemories(ctx, env, account, user, agent, size)
+	texts, err := seedRecallMemories(ctx, env, account, user, agent, size)
 	if err != nil {
 		return bench.Result{}, fmt.Errorf("seed: %w", err)
 	}
@@ -148,13 +164,22 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 	if err != nil {
 		return res, err
 	}
+	// RSS is membus's: read before the floor's own copy of every vector exists.
+	res.RSSMB = bench.RSSMB()
+	vecs := make([][]float32, 0, len(texts))
+	for b := 0; b < len(texts); b += 1000 {
+		vs, err := env.Embedder.Embed(ctx, texts[b:min(b+1000, len(texts))])
+		if err != nil {
+			return res, fmt.Errorf("floor: %w", err)
+		}
+		vecs = append(vecs, vs...)
+	}
 	floor, err := bench.Run(ctx, "recall-floor", opt, bruteForceOp(env.Embedder, vecs, qs, 24))
 	if err != nil {
 		return res, fmt.Errorf("floor: %w", err)
 	}
 	res.Backend, res.Embedder, res.Size = "embedded", env.Embedder.Model(), size
 	res.Floor = &floor
-	res.RSSMB = bench.RSSMB()
 	return res, nil
 }
 
@@ -188,8 +213,8 @@ func bruteForceOp(emb embed.Embedder, vecs [][]float32, qs []string, k int) benc
 
 // seedRecallMemories writes n user-scope memories (with a few agent-scope ones) of one user
 // into SQL, through the store's own writes (one archive per batch), and into the vector store,
-// and returns their vectors.
-func seedRecallMemories(ctx context.Context, env *runtime.Env, account, user, agent string, n int) ([][]float32, error) {
+// and returns their texts (the floor embeds them again once RSS is read).
+func seedRecallMemories(ctx context.Context, env *runtime.Env, account, user, agent string, n int) ([]string, error) {
 	const session, batch = "bench-recall-seed", 1000
 	turn := store.Turn{AccountID: account, UserID: user, AgentID: agent, SessionID: session, EventID: "bench-recall-seed",
 		Messages: []store.Message{{MessageID: "seed", Role: contract.RoleUser, Content: "seed", Parts: json.RawMessage(`[]`), Tokens: 1, CreatedAt: time.Now()}}}
@@ -201,7 +226,7 @@ func seedRecallMemories(ctx context.Context, env *runtime.Env, account, user, ag
 		return nil, err
 	}
 	r := rand.New(rand.NewPCG(uint64(n), 1))
-	all := make([][]float32, 0, n)
+	all := make([]string, 0, n)
 	for b := 0; b < n; b += batch {
 		m := min(batch, n-b)
 		texts := make([]string, m)
@@ -238,7 +263,7 @@ func seedRecallMemories(ctx context.Context, env *runtime.Env, account, user, ag
 		if err := env.Vectors.Upsert(ctx, env.Embedder.Model(), pts); err != nil {
 			return nil, err
 		}
-		all = append(all, vecs...)
+		all = append(all, texts...)
 	}
 	return all, nil
 }

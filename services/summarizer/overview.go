@@ -45,20 +45,31 @@ var (
 	reFile     = regexp.MustCompile(`(?:[\w.-]+/)+[\w.-]+\.\w{1,6}\b|\b[\w-]+\.(?:go|py|ts|js|json|yaml|yml|md|sql|txt|csv|toml)\b|https?://\S+`)
 	reError    = regexp.MustCompile(`(?i)\b(error|failed|failure|exception|panic|bug|broken|crash|actually|correction|wrong|mistake|instead)\b`)
 	reQuestion = regexp.MustCompile(`\?\s*$`)
+	// A correction restates a fact: the bullet it corrects is replaced by it.
+	reCorrection = regexp.MustCompile(`(?i)\b(actually|correction|i meant|i misspoke|was wrong|is wrong|no longer|instead of|rather than|changed to)\b`)
+	// A resolution closes the open issues it talks about.
+	reResolved = regexp.MustCompile(`(?i)\b(resolved|fixed|solved|answered|settled|figured out|works now|working now|closed|sorted out)\b`)
 )
 
-// Update folds an archive's messages into the overview: the title is kept once set, the
-// current state follows the newest messages, and the lists append new items without losing
-// earlier facts, files or open issues — except questions that were answered.
+// Update folds an archive's messages into the overview section by section: the title is kept
+// once set, the current state follows the newest messages, and the lists keep their items,
+// update the one a new line restates (near-duplicate), and append new ones. Nothing earlier is
+// lost unless the conversation resolved it (an open issue that a later message resolves, or a
+// question the assistant answered right away, leaves Open Issues) or corrected it (a correction
+// replaces the fact it corrects, and is noted under Errors & Corrections).
 func (o Overview) Update(msgs []memory.Message) Overview {
 	out := Overview{}
 	for k, v := range o {
 		out[k] = append([]string(nil), v...)
 	}
+	var asked []string // questions of the last user message, answered by an assistant reply
 	for _, m := range msgs {
 		speaker := m.Name
 		if speaker == "" {
 			speaker = strings.ToUpper(m.Role[:1]) + m.Role[1:]
+		}
+		if m.Role == "user" {
+			asked = nil
 		}
 		for _, f := range reFile.FindAllString(m.Text, -1) {
 			out.add("Files & Context", strings.TrimRight(f, ".,;:)"))
@@ -72,9 +83,17 @@ func (o Overview) Update(msgs []memory.Message) Overview {
 			if len(out["Session Title"]) == 0 && m.Role == "user" {
 				out["Session Title"] = []string{cap(s)}
 			}
+			question := reQuestion.MatchString(s)
+			if !question && reResolved.MatchString(s) {
+				out.resolve(s)
+			}
 			switch {
-			case reQuestion.MatchString(s) && m.Role == "user":
+			case question && m.Role == "user":
 				out.add("Open Issues", line)
+				asked = append(asked, line)
+			case reCorrection.MatchString(s):
+				out.correct(s, line)
+				out.add("Errors & Corrections", line)
 			case reError.MatchString(s):
 				out.add("Errors & Corrections", line)
 			case reDecided.MatchString(s):
@@ -85,9 +104,12 @@ func (o Overview) Update(msgs []memory.Message) Overview {
 				out.add("Key Facts & Decisions", line)
 			}
 		}
-		// An assistant reply after an open question answers it.
-		if m.Role == "assistant" && len(out["Open Issues"]) > 0 && len(strings.Fields(m.Text)) >= 5 {
-			out["Open Issues"] = out["Open Issues"][:len(out["Open Issues"])-1]
+		// An assistant reply right after a question answers it.
+		if m.Role == "assistant" && len(asked) > 0 && len(strings.Fields(m.Text)) >= 5 {
+			for _, q := range asked {
+				out.remove("Open Issues", q)
+			}
+			asked = nil
 		}
 	}
 	if n := len(msgs); n > 0 {
@@ -103,17 +125,135 @@ func (o Overview) Update(msgs []memory.Message) Overview {
 	return out
 }
 
+// add appends line to section, or updates the item it restates (the same normalised text, or
+// token Jaccard ≥ 0.7 as memory dedup says) in place. A full section evicts its oldest item
+// that is not a decision or a file, else its oldest.
 func (o Overview) add(section, line string) {
 	norm := memory.Normalize(line)
-	for _, have := range o[section] {
-		if memory.Normalize(have) == norm {
+	for i, have := range o[section] {
+		hn := memory.Normalize(have)
+		if hn == norm {
+			return
+		}
+		if memory.Jaccard(hn, norm) >= memory.JaccardDuplicate {
+			o[section][i] = line
 			return
 		}
 	}
 	o[section] = append(o[section], line)
 	if len(o[section]) > maxPerSection {
-		o[section] = o[section][len(o[section])-maxPerSection:]
+		o.evict(section)
 	}
+}
+
+// evict drops the oldest item of section that is not a decision or a file, else the oldest.
+func (o Overview) evict(section string) {
+	items := o[section]
+	drop := 0
+	for i, it := range items {
+		if !reDecided.MatchString(it) && !reFile.MatchString(it) {
+			drop = i
+			break
+		}
+	}
+	o[section] = append(items[:drop:drop], items[drop+1:]...)
+}
+
+func (o Overview) remove(section, line string) {
+	items := o[section]
+	for i, it := range items {
+		if it == line {
+			o[section] = append(items[:i:i], items[i+1:]...)
+			return
+		}
+	}
+}
+
+// resolve removes the open issues a resolution sentence talks about: those sharing at least
+// two content words with it, or half of their own.
+func (o Overview) resolve(sentence string) {
+	words := contentWords(sentence)
+	var keep []string
+	for _, it := range o["Open Issues"] {
+		iw := contentWords(stripSpeaker(it))
+		shared := overlap(iw, words)
+		if shared >= 2 || (len(iw) > 0 && 2*shared >= len(iw)) {
+			continue
+		}
+		keep = append(keep, it)
+	}
+	if len(keep) == 0 {
+		delete(o, "Open Issues")
+		return
+	}
+	o["Open Issues"] = keep
+}
+
+// correct replaces the fact or goal a correction restates (the item sharing the most content
+// words with it: at least two, and half of the item's or of the correction's) by the
+// correction, so the overview states the corrected fact only.
+func (o Overview) correct(sentence, line string) {
+	words := contentWords(sentence)
+	best, bestSec, bestShared := -1, "", 0
+	for _, sec := range []string{"Key Facts & Decisions", "Task & Goals"} {
+		for i, it := range o[sec] {
+			iw := contentWords(stripSpeaker(it))
+			shared := overlap(iw, words)
+			if shared >= 2 && (2*shared >= len(iw) || 2*shared >= len(words)) && shared > bestShared {
+				best, bestSec, bestShared = i, sec, shared
+			}
+		}
+	}
+	if best >= 0 {
+		o[bestSec][best] = line
+	}
+}
+
+var stopWords = map[string]bool{"the": true, "and": true, "for": true, "are": true, "was": true, "were": true, "is": true,
+	"it": true, "its": true, "this": true, "that": true, "with": true, "from": true, "has": true, "have": true, "had": true,
+	"does": true, "did": true, "not": true, "but": true, "our": true, "your": true, "you": true, "they": true, "them": true,
+	"will": true, "can": true, "should": true, "would": true, "need": true, "needs": true, "now": true, "all": true,
+	"any": true, "there": true, "what": true, "which": true, "who": true, "how": true, "why": true, "when": true,
+	"actually": true, "question": true, "issue": true, "problem": true, "resolved": true, "fixed": true, "solved": true,
+	"answered": true, "settled": true, "closed": true, "correction": true, "instead": true, "rather": true, "than": true}
+
+// contentWords are the normalised words of text that carry meaning (numbers included).
+func contentWords(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.Fields(memory.Normalize(text)) {
+		if stopWords[w] || (len(w) < 3 && !isNumber(w)) {
+			continue
+		}
+		out[w] = true
+	}
+	return out
+}
+
+func isNumber(w string) bool {
+	for _, r := range w {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return w != ""
+}
+
+func overlap(a, b map[string]bool) int {
+	n := 0
+	for w := range a {
+		if b[w] {
+			n++
+		}
+	}
+	return n
+}
+
+// stripSpeaker drops the "Speaker: " prefix of a bullet.
+func stripSpeaker(item string) string {
+	if who, rest, ok := strings.Cut(item, ": "); ok && len(strings.Fields(who)) <= 3 {
+		return rest
+	}
+	return item
 }
 
 // String renders the overview, trimming the oldest list items until it fits 4000 chars.
@@ -133,7 +273,7 @@ func (o Overview) String() string {
 		if longest == "" || len(o[longest]) == 0 {
 			return s[:maxOverview]
 		}
-		o[longest] = o[longest][1:]
+		o.evict(longest)
 	}
 }
 

@@ -1,6 +1,8 @@
 // Package summarizer keeps each session's cumulative overview: on archive_created it applies
 // the session's unsummarized archives in seq order, under the session lock, section by section,
-// so redelivery and reordering are harmless.
+// so redelivery and reordering are harmless. Its scheduler builds the daily, weekly and monthly
+// digests of every user and agent and runs the dedup sweep, each job in one replica only and
+// once per bucket; it serves the `summary` RPC that reads the digests.
 package summarizer
 
 import (
@@ -11,35 +13,81 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/lock"
 	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/metrics"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/vector"
 )
 
 // Config of the summarizer.
 type Config struct {
 	MaxFailures int           // default 5
 	BusyRetry   time.Duration // default 2s
+
+	// Schedule runs the scheduler (digests and the dedup sweep) in Run; default true.
+	Schedule bool
+	// Daily times ("HH:MM", in Location) of the jobs (SPEC §6 "Summaries"): the dedup sweep
+	// (01:00), the daily digest of the day before (02:00), the weekly digest of the previous
+	// ISO week on Mondays (03:00), the monthly digest of the previous month on the 1st (04:00).
+	DedupAt, DailyAt, WeeklyAt, MonthlyAt string
+	// Location is the time zone of the schedule and of the buckets (MEMBUS_TZ); default UTC.
+	Location *time.Location
+	// Tick is how often the scheduler looks for due buckets; default 1m.
+	Tick time.Duration
+	// CatchUp bounds how far back missed buckets are built after downtime; default 31 days.
+	CatchUp time.Duration
+	// SweepTopK is the number of index candidates per changed memory (per side: dense and
+	// keyword); default 8. SweepMax bounds the memories one sweep looks at; default 10000.
+	SweepTopK, SweepMax int
+	// DigestMemories and DigestArchives bound what one digest reads; default 200 and 50.
+	DigestMemories, DigestArchives int
 }
 
 // Defaults returns the defaults.
-func Defaults() Config { return Config{MaxFailures: 5, BusyRetry: 2 * time.Second} }
+func Defaults() Config {
+	return Config{MaxFailures: 5, BusyRetry: 2 * time.Second, Schedule: true,
+		DedupAt: "01:00", DailyAt: "02:00", WeeklyAt: "03:00", MonthlyAt: "04:00", Location: time.UTC,
+		Tick: time.Minute, CatchUp: 31 * 24 * time.Hour, SweepTopK: 8, SweepMax: 10000, DigestMemories: 200, DigestArchives: 50}
+}
 
 // Validate names the bad key.
 func (c Config) Validate() error {
 	if c.MaxFailures <= 0 {
 		return fmt.Errorf("summarizer max_failures: must be positive")
 	}
+	for _, t := range []struct{ key, v string }{{"dedup_at", c.DedupAt}, {"daily_at", c.DailyAt}, {"weekly_at", c.WeeklyAt}, {"monthly_at", c.MonthlyAt}} {
+		if _, err := parseClock(t.v); err != nil {
+			return fmt.Errorf("summarizer %s: %w", t.key, err)
+		}
+	}
+	switch {
+	case c.Location == nil:
+		return fmt.Errorf("summarizer location: required (MEMBUS_TZ)")
+	case c.Tick <= 0:
+		return fmt.Errorf("summarizer tick: must be positive")
+	case c.CatchUp <= 0:
+		return fmt.Errorf("summarizer catch_up: must be positive")
+	case c.SweepTopK <= 0 || c.SweepMax <= 0:
+		return fmt.Errorf("summarizer sweep_top_k and sweep_max: must be positive")
+	case c.DigestMemories <= 0 || c.DigestArchives <= 0:
+		return fmt.Errorf("summarizer digest_memories and digest_archives: must be positive")
+	}
 	return nil
 }
 
-// Deps are what the summarizer needs.
+// Deps are what the summarizer needs. NC serves the summary RPC; Embedder and Vectors index
+// digests as recallable memories and give the dedup sweep its candidates (without them digests
+// are stored in SQL only and the sweep is skipped); Summarizer defaults to Extractive; After
+// is the scheduler's timer (a fake one in tests), time.After by default.
 type Deps struct {
+	NC         *nats.Conn
 	JS         jetstream.JetStream
 	Names      bus.Names
 	Store      *store.Store
@@ -49,6 +97,10 @@ type Deps struct {
 	KickOutbox func()
 	Probes     []bus.Probe
 	Now        func() time.Time
+	Embedder   embed.Embedder
+	Vectors    vector.Store
+	Summarizer Summarizer
+	After      func(time.Duration) <-chan time.Time
 }
 
 // Service is the summarizer.
@@ -57,8 +109,10 @@ type Service struct {
 	d      Deps
 	log    *slog.Logger
 	runner *bus.Runner
+	sched  *Scheduler
 
-	applied func(float64)
+	applied   func(float64)
+	overviews func(by, fallback string)
 }
 
 // New builds the service and its durable consumer on <p>.events.archive_created.>.
@@ -78,8 +132,18 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if d.KickOutbox == nil {
 		d.KickOutbox = func() {}
 	}
+	if d.Summarizer == nil {
+		d.Summarizer = Extractive{}
+	}
 	s := &Service{cfg: cfg, d: d, log: d.Logger}
 	s.applied = d.Metrics.Counter("summarizer_archives_applied_total", "Archives applied to session overviews.").Add
+	overviews := d.Metrics.CounterVec("summarizer_overviews_total", "Overview updates by the summarizer that wrote them (extractive, llm) and the LLM fallback reason (\"\" when none).", "by", "fallback")
+	s.overviews = func(by, fb string) { overviews.WithLabelValues(by, fb).Inc() }
+	sched, err := NewScheduler(cfg, d)
+	if err != nil {
+		return nil, err
+	}
+	s.sched = sched
 	outcomes := d.Metrics.CounterVec("summarizer_outcomes_total", "Runner outcomes per event.", "outcome")
 	probes := append([]bus.Probe{{Name: "sql", Check: d.Store.Ping}}, d.Probes...)
 	r, err := bus.NewRunner(d.JS, d.Names, bus.RunnerConfig{
@@ -95,8 +159,34 @@ func New(cfg Config, d Deps) (*Service, error) {
 	return s, nil
 }
 
-// Run consumes until ctx is done.
-func (s *Service) Run(ctx context.Context) error { return s.runner.Run(ctx) }
+// Run consumes archive_created events, serves the summary RPC (with Deps.NC) and runs the
+// scheduler (Config.Schedule) until ctx is done.
+func (s *Service) Run(ctx context.Context) error {
+	if s.d.NC != nil {
+		rpc, err := bus.NewRPCServer(s.d.NC, s.d.Names, "summarizer", "1.0.0")
+		if err != nil {
+			return err
+		}
+		defer rpc.Stop()
+		if err := rpc.Handle(OpSummary, s.handleSummaryRPC); err != nil {
+			return err
+		}
+	}
+	if s.cfg.Schedule {
+		done := make(chan struct{})
+		defer func() { <-done }()
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			defer close(done)
+			s.sched.Run(sctx)
+		}()
+	}
+	return s.runner.Run(ctx)
+}
+
+// Scheduler returns the service's scheduler (tests and `membus` tools tick it by hand).
+func (s *Service) Scheduler() *Scheduler { return s.sched }
 
 func (s *Service) handle(ctx context.Context, m *bus.Msg) error {
 	var ev contract.Event
@@ -136,7 +226,7 @@ func (s *Service) Apply(ctx context.Context, account, session string) error {
 	if err != nil {
 		return err
 	}
-	overview := Parse(sess.Overview)
+	overview := sess.Overview
 	done := sess.SummarizedUpto
 	for _, a := range archives {
 		if a.ToSeq <= done {
@@ -150,17 +240,20 @@ func (s *Service) Apply(ctx context.Context, account, session string) error {
 		for _, m := range msgs {
 			in = append(in, memory.Message{ID: m.MessageID, Role: m.Role, Name: m.Name, Text: m.Content, CreatedAt: m.CreatedAt})
 		}
-		overview = overview.Update(in)
-		text := overview.String()
+		sum, err := s.d.Summarizer.UpdateOverview(ctx, overview, in)
+		if err != nil {
+			return fmt.Errorf("%s summarizer: %w", s.d.Summarizer.Name(), err)
+		}
+		s.overviews(sum.By, sum.Fallback)
 		ev := contract.Event{V: contract.Version, EventID: "evt-summary_created-" + bus.MsgID(a.ID)[:32], Kind: contract.EventSummaryCreated,
 			AccountID: account, UserID: a.UserID, AgentID: a.AgentID, SessionID: session, ArchiveID: a.ID, SummaryID: a.ID,
 			Period: "session", At: s.d.Now().UTC()}
 		b, _ := json.Marshal(ev)
 		entry := store.OutboxEntry{ID: ev.EventID, Subject: s.d.Names.Event(ev.Kind, account, session), Payload: b}
-		if err := s.d.Store.SetOverview(ctx, epoch, a, overview.Abstract(), text, []store.OutboxEntry{entry}); err != nil {
+		if err := s.d.Store.SetOverview(ctx, epoch, a, sum.Abstract, sum.Text, []store.OutboxEntry{entry}); err != nil {
 			return err
 		}
-		done = a.ToSeq
+		overview, done = sum.Text, a.ToSeq
 		s.applied(1)
 	}
 	s.d.KickOutbox()

@@ -1,0 +1,450 @@
+package embed
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// ONNX defaults.
+const (
+	DefaultONNXBatch  = 32
+	DefaultONNXMaxLen = 256
+)
+
+// ErrNoModel: the model directory lacks model.onnx, vocab.txt or libonnxruntime.so; run
+// `make model` (scripts/model.sh) to fetch them.
+var ErrNoModel = errors.New("embed: no ONNX model (run `make model` to fetch it)")
+
+// ErrClosed: Embed after Close.
+var ErrClosed = errors.New("embed: embedder closed")
+
+// ONNXFiles are the files NewONNX needs in the model directory.
+var ONNXFiles = []string{"model.onnx", "vocab.txt", "libonnxruntime.so"}
+
+// ONNX runs a BERT-style sentence-embedding model (e.g. all-MiniLM-L6-v2) with ONNX
+// Runtime: WordPiece tokens, batches padded to their longest item (texts are sorted by
+// length first, so a batch holds texts of similar length), the model's pooling (mean
+// over the attention mask, or the [CLS] token) and L2 normalisation. One model run at a
+// time (ONNX Runtime already uses every core it is given for one run); safe for
+// concurrent use.
+type ONNX struct {
+	id       string
+	dim      int
+	maxLen   int
+	batch    int
+	cls      bool // [CLS] pooling, else mean pooling
+	tok      *WordPiece
+	inputs   []string // input_ids, attention_mask[, token_type_ids]
+	pooled   bool     // the output is already [batch, dim]
+	releaseE func()
+
+	mu   sync.Mutex
+	sess *ort.DynamicAdvancedSession
+}
+
+type onnxOptions struct {
+	batch   int
+	maxLen  int
+	threads int
+	lib     string
+}
+
+// ONNXOption configures NewONNX.
+type ONNXOption func(*onnxOptions)
+
+// WithONNXBatch sets the most texts per model run (default 32).
+func WithONNXBatch(n int) ONNXOption { return func(o *onnxOptions) { o.batch = n } }
+
+// WithONNXMaxLen caps tokens per text, [CLS] and [SEP] included (default 256, or the
+// model's max_seq_length when smaller).
+func WithONNXMaxLen(n int) ONNXOption { return func(o *onnxOptions) { o.maxLen = n } }
+
+// WithONNXThreads sets ONNX Runtime's intra-op threads (default: its own, one per core).
+func WithONNXThreads(n int) ONNXOption { return func(o *onnxOptions) { o.threads = n } }
+
+// WithONNXLibrary sets the path of libonnxruntime.so (default <modelDir>/libonnxruntime.so).
+func WithONNXLibrary(path string) ONNXOption { return func(o *onnxOptions) { o.lib = path } }
+
+// ONNXPresent reports whether modelDir holds the files NewONNX needs.
+func ONNXPresent(modelDir string) bool {
+	for _, f := range ONNXFiles {
+		if _, err := os.Stat(filepath.Join(modelDir, f)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// NewONNX loads the model in modelDir, as laid out by scripts/model.sh: model.onnx,
+// vocab.txt, libonnxruntime.so, and the sentence-transformers configs (config.json,
+// tokenizer_config.json, sentence_bert_config.json, pooling_config.json) and model_id
+// when present. Close releases it.
+func NewONNX(modelDir string, opts ...ONNXOption) (*ONNX, error) {
+	o := onnxOptions{batch: DefaultONNXBatch, maxLen: DefaultONNXMaxLen, lib: filepath.Join(modelDir, "libonnxruntime.so")}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	for _, f := range []string{"model.onnx", "vocab.txt"} {
+		if _, err := os.Stat(filepath.Join(modelDir, f)); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrNoModel, filepath.Join(modelDir, f), err)
+		}
+	}
+	if _, err := os.Stat(o.lib); err != nil {
+		return nil, fmt.Errorf("%w: ONNX Runtime %s: %w", ErrNoModel, o.lib, err)
+	}
+	cfg, err := readModelConfig(modelDir)
+	if err != nil {
+		return nil, err
+	}
+	vf, err := os.Open(filepath.Join(modelDir, "vocab.txt"))
+	if err != nil {
+		return nil, fmt.Errorf("onnx embedder: %w", err)
+	}
+	tok, err := NewWordPiece(vf, cfg.lowercase)
+	vf.Close()
+	if err != nil {
+		return nil, fmt.Errorf("onnx embedder %s: %w", modelDir, err)
+	}
+
+	e := &ONNX{id: cfg.id, maxLen: max(2, o.maxLen), batch: max(1, o.batch), cls: cfg.cls, tok: tok}
+	if cfg.maxLen > 0 {
+		e.maxLen = min(e.maxLen, cfg.maxLen)
+	}
+	release, err := acquireORT(o.lib)
+	if err != nil {
+		return nil, err
+	}
+	e.releaseE = release
+	if err := e.open(filepath.Join(modelDir, "model.onnx"), o.threads); err != nil {
+		release()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *ONNX) open(path string, threads int) error {
+	ins, outs, err := ort.GetInputOutputInfo(path)
+	if err != nil {
+		return fmt.Errorf("onnx embedder: read %s: %w", path, err)
+	}
+	have := make(map[string]bool, len(ins))
+	for _, in := range ins {
+		have[in.Name] = true
+	}
+	for _, name := range []string{"input_ids", "attention_mask"} {
+		if !have[name] {
+			return fmt.Errorf("onnx embedder: %s has no %s input (inputs: %v)", path, name, ins)
+		}
+	}
+	e.inputs = []string{"input_ids", "attention_mask"}
+	if have["token_type_ids"] {
+		e.inputs = append(e.inputs, "token_type_ids")
+	}
+	if len(ins) != len(e.inputs) {
+		return fmt.Errorf("onnx embedder: %s has inputs %v; want input_ids, attention_mask and optionally token_type_ids", path, ins)
+	}
+	if len(outs) == 0 {
+		return fmt.Errorf("onnx embedder: %s has no output", path)
+	}
+	out := outs[0]
+	for _, o := range outs {
+		if o.Name == "last_hidden_state" || o.Name == "token_embeddings" {
+			out = o
+			break
+		}
+	}
+	dims := out.Dimensions
+	switch {
+	case len(dims) == 3 && dims[2] > 0:
+		e.dim = int(dims[2])
+	case len(dims) == 2 && dims[1] > 0:
+		e.dim, e.pooled = int(dims[1]), true
+	default:
+		return fmt.Errorf("onnx embedder: %s output %s has shape %v; want [batch, seq, dim] or [batch, dim]", path, out.Name, dims)
+	}
+
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return fmt.Errorf("onnx embedder: session options: %w", err)
+	}
+	defer so.Destroy()
+	if threads > 0 {
+		if err := so.SetIntraOpNumThreads(threads); err != nil {
+			return fmt.Errorf("onnx embedder: threads: %w", err)
+		}
+		if err := so.SetInterOpNumThreads(1); err != nil {
+			return fmt.Errorf("onnx embedder: threads: %w", err)
+		}
+	}
+	sess, err := ort.NewDynamicAdvancedSession(path, e.inputs, []string{out.Name}, so)
+	if err != nil {
+		return fmt.Errorf("onnx embedder: load %s: %w", path, err)
+	}
+	e.sess = sess
+	return nil
+}
+
+// Dim returns the model's hidden size.
+func (e *ONNX) Dim() int { return e.dim }
+
+// Model returns "onnx:" + the model id (e.g. "onnx:all-MiniLM-L6-v2-int8").
+func (e *ONNX) Model() string { return "onnx:" + e.id }
+
+// Provider returns "onnx".
+func (e *ONNX) Provider() string { return "onnx" }
+
+// MaxLen is the most tokens per text the model sees, [CLS] and [SEP] included.
+func (e *ONNX) MaxLen() int { return e.maxLen }
+
+// Close releases the model session (and ONNX Runtime when no other ONNX is open).
+// Embed after Close is ErrClosed.
+func (e *ONNX) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sess == nil {
+		return nil
+	}
+	err := e.sess.Destroy()
+	e.sess = nil
+	e.releaseE()
+	return err
+}
+
+// Embed returns one unit vector per text. Texts are tokenised, sorted by token count
+// and run in batches of at most the configured batch size, each padded to its longest
+// text; ctx is checked between batches.
+func (e *ONNX) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	ids := make([][]int64, len(texts))
+	order := make([]int, len(texts))
+	for i, t := range texts {
+		ids[i] = e.tok.Encode(t, e.maxLen)
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(ids[a]) - len(ids[b]) })
+	out := make([][]float32, len(texts))
+	for start := 0; start < len(order); start += e.batch {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("onnx embed: %w", err)
+		}
+		part := order[start:min(start+e.batch, len(order))]
+		batch := make([][]int64, len(part))
+		for j, i := range part {
+			batch[j] = ids[i]
+		}
+		vecs, err := e.run(batch)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range part {
+			out[i] = vecs[j]
+		}
+	}
+	return out, nil
+}
+
+// run embeds one batch of token ids, padded to the longest.
+func (e *ONNX) run(batch [][]int64) ([][]float32, error) {
+	n, seq := len(batch), 0
+	for _, b := range batch {
+		seq = max(seq, len(b))
+	}
+	inputIDs := make([]int64, n*seq)
+	mask := make([]int64, n*seq)
+	for i, b := range batch {
+		row := inputIDs[i*seq : (i+1)*seq]
+		copy(row, b)
+		for j := len(b); j < seq; j++ {
+			row[j] = e.tok.PadID()
+		}
+		for j := range b {
+			mask[i*seq+j] = 1
+		}
+	}
+	// One run at a time; holding the lock from the first tensor on keeps Close (which may
+	// end ONNX Runtime) from racing the run.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sess == nil {
+		return nil, ErrClosed
+	}
+	shape := ort.NewShape(int64(n), int64(seq))
+	var inputs []ort.Value
+	defer func() {
+		for _, v := range inputs {
+			v.Destroy()
+		}
+	}()
+	for _, data := range [][]int64{inputIDs, mask, make([]int64, n*seq)}[:len(e.inputs)] {
+		t, err := ort.NewTensor(shape, data)
+		if err != nil {
+			return nil, fmt.Errorf("onnx embed: input tensor: %w", err)
+		}
+		inputs = append(inputs, t)
+	}
+
+	outputs := []ort.Value{nil}
+	if err := e.sess.Run(inputs, outputs); err != nil {
+		return nil, fmt.Errorf("onnx embed: run batch of %d×%d: %w", n, seq, err)
+	}
+	defer outputs[0].Destroy()
+	t, ok := outputs[0].(*ort.Tensor[float32])
+	if !ok {
+		return nil, fmt.Errorf("onnx embed: output is %T, want float32 tensor", outputs[0])
+	}
+	data, got := t.GetData(), t.GetShape()
+	want := ort.NewShape(int64(n), int64(seq), int64(e.dim))
+	if e.pooled {
+		want = ort.NewShape(int64(n), int64(e.dim))
+	}
+	if !slices.Equal(got, want) {
+		return nil, fmt.Errorf("onnx embed: output shape %v, want %v", got, want)
+	}
+	vecs := make([][]float32, n)
+	for i, b := range batch {
+		v := make([]float32, e.dim)
+		switch {
+		case e.pooled:
+			copy(v, data[i*e.dim:(i+1)*e.dim])
+		case e.cls:
+			copy(v, data[i*seq*e.dim:i*seq*e.dim+e.dim])
+		default: // mean over the real tokens (attention mask 1)
+			acc := make([]float64, e.dim)
+			for j := range b {
+				tok := data[(i*seq+j)*e.dim : (i*seq+j+1)*e.dim]
+				for k, x := range tok {
+					acc[k] += float64(x)
+				}
+			}
+			for k := range v {
+				v[k] = float32(acc[k] / float64(len(b)))
+			}
+		}
+		normalize(v)
+		vecs[i] = v
+	}
+	return vecs, nil
+}
+
+func normalize(v []float32) {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		return
+	}
+	inv := float32(1 / math.Sqrt(s))
+	for i := range v {
+		v[i] *= inv
+	}
+}
+
+// modelConfig is what NewONNX reads from the sentence-transformers files.
+type modelConfig struct {
+	id        string
+	maxLen    int
+	lowercase bool
+	cls       bool
+}
+
+// readModelConfig reads model_id, tokenizer_config.json (do_lower_case),
+// sentence_bert_config.json (max_seq_length, do_lower_case) and pooling_config.json
+// (pooling_mode_cls_token / pooling_mode_mean_tokens); each is optional. Without a
+// tokenizer config the model is taken as uncased (lower-case), as BERT's default.
+func readModelConfig(dir string) (modelConfig, error) {
+	c := modelConfig{id: filepath.Base(filepath.Clean(dir)), lowercase: true}
+	if b, err := os.ReadFile(filepath.Join(dir, "model_id")); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			c.id = id
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return c, fmt.Errorf("onnx embedder: %w", err)
+	}
+	var tc struct {
+		DoLowerCase *bool `json:"do_lower_case"`
+	}
+	var sb struct {
+		MaxSeqLength int   `json:"max_seq_length"`
+		DoLowerCase  *bool `json:"do_lower_case"`
+	}
+	var pc struct {
+		CLS  bool `json:"pooling_mode_cls_token"`
+		Mean bool `json:"pooling_mode_mean_tokens"`
+		Max  bool `json:"pooling_mode_max_tokens"`
+		Sqrt bool `json:"pooling_mode_mean_sqrt_len_tokens"`
+	}
+	for _, f := range []struct {
+		name string
+		v    any
+	}{{"tokenizer_config.json", &tc}, {"sentence_bert_config.json", &sb}, {"pooling_config.json", &pc}} {
+		b, err := os.ReadFile(filepath.Join(dir, f.name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return c, fmt.Errorf("onnx embedder: %w", err)
+		}
+		if err := json.Unmarshal(b, f.v); err != nil {
+			return c, fmt.Errorf("onnx embedder: %s: %w", filepath.Join(dir, f.name), err)
+		}
+	}
+	// sentence-transformers' do_lower_case is an extra lower-casing on top of the
+	// tokenizer's; the tokenizer's setting is the one that matches the vocabulary.
+	if tc.DoLowerCase != nil {
+		c.lowercase = *tc.DoLowerCase
+	}
+	if sb.DoLowerCase != nil && *sb.DoLowerCase {
+		c.lowercase = true
+	}
+	c.maxLen = sb.MaxSeqLength
+	if pc.Max || pc.Sqrt || (pc.CLS && pc.Mean) {
+		return c, fmt.Errorf("onnx embedder: %s: only mean or CLS pooling is supported", filepath.Join(dir, "pooling_config.json"))
+	}
+	c.cls = pc.CLS
+	return c, nil
+}
+
+// ONNX Runtime is one environment per process: the first NewONNX starts it with its
+// library, the last Close ends it.
+var (
+	ortMu   sync.Mutex
+	ortRefs int
+	ortLib  string
+)
+
+func acquireORT(lib string) (func(), error) {
+	ortMu.Lock()
+	defer ortMu.Unlock()
+	if ortRefs == 0 {
+		ort.SetSharedLibraryPath(lib)
+		if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+			return nil, fmt.Errorf("onnx embedder: start ONNX Runtime from %s: %w", lib, err)
+		}
+		ortLib = lib
+	} else if lib != ortLib {
+		return nil, fmt.Errorf("onnx embedder: ONNX Runtime is already loaded from %s, not %s", ortLib, lib)
+	}
+	ortRefs++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			ortMu.Lock()
+			defer ortMu.Unlock()
+			ortRefs--
+			if ortRefs == 0 {
+				_ = ort.DestroyEnvironment()
+			}
+		})
+	}, nil
+}

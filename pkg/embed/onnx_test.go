@@ -1,0 +1,325 @@
+package embed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/membus/membus/pkg/testenv"
+)
+
+// modelDir returns MEMBUS_MODEL_DIR, or the repository's data/models that `make model`
+// fills. Without the model the test skips outside CI and fails in CI (.ci/run runs
+// `make model` first).
+func modelDir(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("MEMBUS_MODEL_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "data", "models")
+	}
+	if ONNXPresent(dir) {
+		return dir
+	}
+	if testenv.InCI() {
+		t.Fatalf("no ONNX model in %s: CI must run `make model` before the tests (or set MEMBUS_MODEL_DIR)", dir)
+	}
+	t.Skipf("no ONNX model in %s: run `make model` (or set MEMBUS_MODEL_DIR) to run the model tests", dir)
+	return ""
+}
+
+func openModel(t testing.TB, opts ...ONNXOption) *ONNX {
+	t.Helper()
+	e, err := NewONNX(modelDir(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func TestNewONNXMissingModel(t *testing.T) {
+	_, err := NewONNX(t.TempDir())
+	if !errors.Is(err, ErrNoModel) {
+		t.Fatalf("NewONNX(empty dir) = %v, want ErrNoModel", err)
+	}
+}
+
+func TestReadModelConfig(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  modelConfig
+		err   bool
+	}{
+		{"defaults: dir name, uncased, mean", nil, modelConfig{id: "m", lowercase: true}, false},
+		{"sentence-transformers files", map[string]string{
+			"model_id":                  "all-MiniLM-L6-v2-int8\n",
+			"tokenizer_config.json":     `{"do_lower_case": true}`,
+			"sentence_bert_config.json": `{"max_seq_length": 256, "do_lower_case": false}`,
+			"pooling_config.json":       `{"pooling_mode_cls_token": false, "pooling_mode_mean_tokens": true}`,
+		}, modelConfig{id: "all-MiniLM-L6-v2-int8", maxLen: 256, lowercase: true}, false},
+		{"cased CLS model (bge-style)", map[string]string{
+			"tokenizer_config.json": `{"do_lower_case": false}`,
+			"pooling_config.json":   `{"pooling_mode_cls_token": true}`,
+		}, modelConfig{id: "m", cls: true}, false},
+		{"max pooling is refused", map[string]string{"pooling_config.json": `{"pooling_mode_max_tokens": true}`}, modelConfig{}, true},
+		{"bad json", map[string]string{"tokenizer_config.json": `{`}, modelConfig{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for name, body := range tt.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := readModelConfig(dir)
+			if tt.err {
+				if err == nil {
+					t.Fatalf("readModelConfig = %+v, want an error", got)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("readModelConfig = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestONNXModel(t *testing.T) {
+	e := openModel(t)
+	if e.Dim() != 384 || e.Model() != "onnx:all-MiniLM-L6-v2-int8" || e.MaxLen() != 256 {
+		t.Fatalf("Dim, Model, MaxLen = %d, %s, %d; want 384, onnx:all-MiniLM-L6-v2-int8, 256", e.Dim(), e.Model(), e.MaxLen())
+	}
+	var _ Embedder = e
+}
+
+// TestONNXGolden compares with ONNX Runtime's Python binding on the same model and the
+// Hugging Face tokenizer (first 8 dimensions of the mean-pooled, normalised vector).
+func TestONNXGolden(t *testing.T) {
+	e := openModel(t)
+	tests := []struct {
+		text string
+		ids  []int64
+		head []float32
+	}{
+		{"My favourite hobby is trekking in the mountains.",
+			[]int64{101, 2026, 8837, 17792, 2003, 10313, 6834, 1999, 1996, 4020, 1012, 102},
+			[]float32{-0.02853, 0.0299, 0.07497, 0.05512, -0.01256, -0.05987, 0.10542, -0.03622}},
+		{"Café naïve résumé — don't!",
+			[]int64{101, 7668, 15743, 13746, 1517, 2123, 1005, 1056, 999, 102},
+			[]float32{-0.02831, 0.00935, 0.04608, 0.03352, 0.06964, 0.05307, -0.02513, -0.04212}},
+	}
+	texts := make([]string, len(tests))
+	for i, tt := range tests {
+		texts[i] = tt.text
+		if got := e.tok.Encode(tt.text, e.MaxLen()); !slices.Equal(got, tt.ids) {
+			t.Errorf("Encode(%q) = %v, want %v", tt.text, got, tt.ids)
+		}
+	}
+	vecs, err := e.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tt := range tests {
+		for k, want := range tt.head {
+			if d := math.Abs(float64(vecs[i][k] - want)); d > 2e-4 {
+				t.Errorf("%q dim %d = %.5f, want %.5f", tt.text, k, vecs[i][k], want)
+			}
+		}
+	}
+}
+
+// TestONNXBatchingIsPaddingFree: a text's vector does not depend on the batch it runs
+// in, nor on how long its batch mates are (padding is masked out).
+func TestONNXBatchingIsPaddingFree(t *testing.T) {
+	e := openModel(t, WithONNXBatch(3))
+	texts := []string{
+		"short",
+		"A considerably longer sentence about the weather in the mountains during the late autumn months of the year.",
+		"Do I like hiking?",
+		"",
+		"The invoice is due on Friday.",
+		"short",
+		"Another one, to make a second batch.",
+	}
+	all, err := e.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range texts {
+		one, err := e.Embed(context.Background(), []string{text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := Cosine(all[i], one[0]); c < 0.9999 {
+			t.Errorf("%q: batched vs alone cosine %.6f, want ≥ 0.9999", text, c)
+		}
+		var norm float64
+		for _, x := range all[i] {
+			norm += float64(x) * float64(x)
+		}
+		if math.Abs(norm-1) > 1e-4 {
+			t.Errorf("%q: |v|² = %.6f, want 1", text, norm)
+		}
+	}
+	if Cosine(all[0], all[5]) < 0.9999 {
+		t.Error("the same text twice gave different vectors")
+	}
+}
+
+func TestONNXTruncates(t *testing.T) {
+	e := openModel(t, WithONNXMaxLen(16))
+	long := ""
+	for i := 0; i < 400; i++ {
+		long += fmt.Sprintf("word%d ", i)
+	}
+	vecs, err := e.Embed(context.Background(), []string{long, long[:40]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vecs) != 2 || len(vecs[0]) != 384 {
+		t.Fatalf("got %d vectors", len(vecs))
+	}
+}
+
+func TestONNXConcurrentAndClose(t *testing.T) {
+	e := openModel(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := e.Embed(context.Background(), []string{fmt.Sprintf("goroutine %d asks about hiking", g), "and the weather"})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.Embed(ctx, []string{"x"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Embed(cancelled ctx) = %v, want context.Canceled", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Embed(context.Background(), []string{"x"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Embed after Close = %v, want ErrClosed", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+}
+
+// paraphraseTriples: an anchor, a hand-written paraphrase that shares few words with it,
+// and a hand-written "hard" distractor that shares more words with the anchor but means
+// something else (the hash embedder, which matches words, loses on nearly all of them).
+var paraphraseTriples = []struct{ anchor, paraphrase, distractor string }{
+	{"Do I like hiking?", "My favourite hobby is trekking in the mountains.", "I like my coffee black."},
+	{"Where does Anna live?", "Anna's home is in a small flat in Lisbon.", "Anna likes to live music concerts."},
+	{"What is the user's job?", "She works as a nurse at the city hospital.", "The job queue is stuck on the user service."},
+	{"I am allergic to peanuts.", "Eating nuts gives me a severe reaction.", "I bought peanuts for the party."},
+	{"The meeting was moved to Thursday.", "We rescheduled the call for later this week, on Thursday.", "The meeting room has a broken projector."},
+	{"He adopted a puppy last month.", "A few weeks ago he got a young dog from the shelter.", "He adopted a new budgeting method last month."},
+	{"My car broke down on the highway.", "The vehicle stopped working while I was driving on the motorway.", "My car is red and parked on the highway."},
+	{"She is learning to play the violin.", "She takes lessons on a string instrument.", "She is learning to drive."},
+	{"The project deadline is next Friday.", "We have to deliver the work by the end of next week.", "The project uses Friday as a code name."},
+	{"I feel exhausted after work.", "My job leaves me completely drained every evening.", "I feel excited about the new work laptop."},
+	{"We went to Japan for our honeymoon.", "After the wedding we travelled to Tokyo and Kyoto.", "We went to the Japanese restaurant for lunch."},
+	{"The server crashed because it ran out of memory.", "An out-of-memory error brought the machine down.", "The server is in the memory room."},
+	{"Can you recommend a good book?", "What novel should I read next?", "Can you book a table for two?"},
+	{"My sister just had a baby.", "I became an aunt yesterday when my sibling gave birth.", "My sister just bought a baby blue car."},
+	{"I quit smoking two years ago.", "I haven't had a cigarette since two years back.", "I quit my gym two years ago."},
+	{"The price of the flat is too high.", "That apartment costs more than I can afford.", "The flat tyre is too high to reach."},
+	{"He prefers tea over coffee.", "He'd rather drink tea than coffee.", "He spilled coffee over the tea towel."},
+	{"I'm vegetarian.", "I don't eat meat.", "I'm a veterinarian."},
+	{"The kids start school in September.", "The children go back to class in the autumn.", "The school kids play in September's football match."},
+	{"My laptop battery dies quickly.", "The notebook doesn't hold its charge for long.", "My laptop bag is quickly falling apart."},
+	{"She was promoted to manager.", "She got a new role leading the team.", "She was promoted in a radio advert."},
+	{"It rained all weekend.", "Saturday and Sunday were wet and stormy.", "It was all about the weekend sale."},
+	{"I need to renew my passport.", "My travel document expires soon and must be replaced.", "I need to remember my password."},
+	{"The dog barks at the mailman.", "Our pet makes a lot of noise whenever the postman comes.", "The dog park is near the mail office."},
+	{"He runs a marathon every year.", "Each year he completes a 42-kilometre race.", "He runs a small bakery every year at the fair."},
+	{"We are saving money for a house.", "We put aside part of our income to buy a home.", "We are saving the house plants from the frost."},
+	{"I can't sleep at night.", "I suffer from insomnia.", "I can't find the night train."},
+	{"The film was really boring.", "The movie put me to sleep, nothing happened.", "The film was shot in a really old studio."},
+	{"My grandmother taught me to cook.", "I learned cooking from my gran.", "My grandmother's cooker is broken."},
+	{"The flight was delayed by three hours.", "Our plane took off three hours late.", "The flight attendant served three drinks."},
+	{"She speaks fluent Spanish.", "She has native-level command of Spanish.", "She bought a Spanish guitar."},
+	{"Turn off the lights when you leave.", "Please switch off the lamps on your way out.", "The lights leave a warm glow."},
+	{"Our team won the championship.", "We took first place in the league.", "Our team is meeting for the championship party planning."},
+	{"I moved to Berlin for a new job.", "I relocated to Germany's capital after accepting a position there.", "I moved the Berlin photos to a new folder."},
+}
+
+// TestONNXParaphrases is the acceptance check. Against an unrelated sentence (the next
+// triple's paraphrase: another topic) the paraphrase must score higher for at least 90%
+// of the triples; against the hard, word-sharing distractors for at least 70%, and
+// far better than the hash embedder. It prints all the rates.
+func TestONNXParaphrases(t *testing.T) {
+	if len(paraphraseTriples) < 30 {
+		t.Fatalf("%d triples, want at least 30", len(paraphraseTriples))
+	}
+	e := openModel(t)
+	type rates struct{ unrelated, hard float64 }
+	measure := func(emb Embedder) (rates, []string) {
+		var texts []string
+		for _, tr := range paraphraseTriples {
+			texts = append(texts, tr.anchor, tr.paraphrase, tr.distractor)
+		}
+		vecs, err := emb.Embed(context.Background(), texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(paraphraseTriples)
+		var r rates
+		var misses []string
+		for i, tr := range paraphraseTriples {
+			a, p, d := vecs[3*i], vecs[3*i+1], vecs[3*i+2]
+			other := vecs[3*((i+1)%n)+1]
+			sp := Cosine(a, p)
+			if so := Cosine(a, other); sp > so {
+				r.unrelated++
+			} else {
+				misses = append(misses, fmt.Sprintf("unrelated: %q: paraphrase %.3f ≤ %.3f", tr.anchor, sp, so))
+			}
+			if sd := Cosine(a, d); sp > sd {
+				r.hard++
+			} else {
+				misses = append(misses, fmt.Sprintf("hard: %q: paraphrase %.3f ≤ distractor %.3f", tr.anchor, sp, sd))
+			}
+		}
+		r.unrelated /= float64(n)
+		r.hard /= float64(n)
+		return r, misses
+	}
+	got, misses := measure(e)
+	hash, _ := measure(NewHash())
+	t.Logf("paraphrase wins over %d triples: %s unrelated %.1f%%, hard %.1f%%; %s unrelated %.1f%%, hard %.1f%%",
+		len(paraphraseTriples), e.Model(), 100*got.unrelated, 100*got.hard, HashModel, 100*hash.unrelated, 100*hash.hard)
+	for _, m := range misses {
+		t.Logf("miss: %s", m)
+	}
+	if got.unrelated < 0.9 {
+		t.Errorf("paraphrase > unrelated sentence for %.1f%% of triples, want ≥ 90%%", 100*got.unrelated)
+	}
+	if got.hard < 0.7 || got.hard < hash.hard+0.3 {
+		t.Errorf("paraphrase > hard distractor for %.1f%% of triples (hash %.1f%%), want ≥ 70%% and 30 points over hash", 100*got.hard, 100*hash.hard)
+	}
+}

@@ -1,0 +1,93 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/store"
+)
+
+// RPC ops of the digests and the ops figures.
+const (
+	opSummary = "summary" // served by the summarizer
+	opStats   = "stats"   // served by recall
+)
+
+// summaryRequest is the body of <p>.rpc.<account>.summary (the summarizer owns the contract;
+// the gateway passes its answer through unchanged).
+type summaryRequest struct {
+	V       int    `json:"v"`
+	UserID  string `json:"user_id"`
+	AgentID string `json:"agent_id,omitempty"`
+	Period  string `json:"period"`
+	Date    string `json:"date,omitempty"`
+}
+
+// getSummary answers GET /v1/summaries?period=day|week|month&date=YYYY-MM-DD&agent_id= (RPC
+// summary): the caller's digest of the period containing date (default today, UTC). No
+// summarizer running is 503.
+func (s *Service) getSummary(w http.ResponseWriter, r *http.Request, id identity) {
+	q := r.URL.Query()
+	period := q.Get("period")
+	switch period {
+	case "day", "week", "month":
+	default:
+		writeError(w, badRequest("period must be day, week or month"))
+		return
+	}
+	date := q.Get("date")
+	if date != "" {
+		if _, err := time.Parse(time.DateOnly, date); err != nil {
+			writeError(w, badRequest("date must be YYYY-MM-DD"))
+			return
+		}
+	}
+	agent := q.Get("agent_id")
+	if aerr := checkAgentID(agent); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	req := summaryRequest{V: contract.Version, UserID: id.User, AgentID: agent, Period: period, Date: date}
+	var resp json.RawMessage
+	if aerr := s.call(r.Context(), id, opSummary, s.cfg.RPCTimeout, req, &resp); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(resp)
+}
+
+// stats answers GET /v1/stats/<kind> (RPC stats): an admin key's account, or every account
+// for an operator key. trends takes ?days= (1–366, default 30), agents ?limit= (1–100,
+// default 10).
+func (s *Service) stats(kind string) func(http.ResponseWriter, *http.Request, identity) {
+	return func(w http.ResponseWriter, r *http.Request, id identity) {
+		req := contract.StatsRequest{V: contract.Version, Kind: kind, AllAccounts: id.Role == store.RoleOperator}
+		var aerr *apiError
+		switch kind {
+		case contract.StatsTrends:
+			req.Days, aerr = queryInt(r, "days")
+			if aerr == nil && req.Days > 366 {
+				aerr = badRequest("days must be 1–366")
+			}
+		case contract.StatsAgents:
+			req.Limit, aerr = queryInt(r, "limit")
+			if aerr == nil && req.Limit > 100 {
+				aerr = badRequest("limit must be 1–100")
+			}
+		}
+		if aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		var resp contract.StatsResponse
+		if aerr := s.call(r.Context(), id, opStats, s.cfg.RPCTimeout, req, &resp); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+		writeJSON(w, http.StatusOK, resp)
+	}
+}

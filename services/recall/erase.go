@@ -1,0 +1,140 @@
+package recall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/memory"
+)
+
+// dedupForgetter is implemented by a session store whose dedup keys can be dropped for given
+// messages. The erasure uses it when present; otherwise the keys expire with their TTL (they
+// only let a replay skip work early, and a tombstoned session's replays are dropped anyway).
+type dedupForgetter interface {
+	ForgetDedup(ctx context.Context, account, session string, messageIDs []string) error
+}
+
+// Erase answers <p>.rpc.<account>.erase (SPEC §5 "Erasure"): a tombstone first, then the SQL
+// rows (messages, archives, memories or their sources, digests, commit results, pending
+// outbox rows), the vector points (memories and archived messages), the hot cache, and the
+// copies in JetStream and the DLQ (purged by subject). Another user's session is not found.
+// Erasing again is harmless: it re-runs every step.
+func (s *Service) Erase(ctx context.Context, account string, req contract.EraseRequest) (contract.EraseResult, error) {
+	res := contract.EraseResult{V: contract.Version, UserID: req.UserID, SessionID: req.SessionID}
+	if req.UserID == "" {
+		return res, fmt.Errorf("%w: user_id is required", errBadRequest)
+	}
+	if err := s.d.Store.WriteTombstone(ctx, account, req.UserID, req.SessionID); err != nil {
+		return res, err
+	}
+	subjects := func(session string) []string {
+		out := []string{s.d.Names.Commits(account, session)}
+		for _, kind := range contract.EventKinds {
+			out = append(out, s.d.Names.Event(kind, account, session))
+		}
+		return out
+	}
+	erased, err := s.d.Store.EraseData(ctx, account, req.UserID, req.SessionID, subjects)
+	if err != nil {
+		return res, fmt.Errorf("erase rows: %w", err)
+	}
+	res.Sessions = len(erased.Sessions)
+	res.Messages, res.Archives, res.Memories = erased.Messages, erased.Archives, int64(len(erased.MemoryIDs))
+	res.MemoriesKept, res.Summaries = erased.MemoriesKept, erased.Summaries
+
+	points := append([]string{}, erased.MemoryIDs...)
+	for session, ids := range erased.MessageIDs {
+		for _, id := range ids {
+			points = append(points, memory.ArchiveMessageID(account, session, id))
+		}
+	}
+	var errs []error
+	if len(points) > 0 {
+		if err := s.d.Vectors.Delete(ctx, account, req.UserID, points); err != nil {
+			errs = append(errs, fmt.Errorf("delete vectors: %w", err))
+		}
+	}
+	res.Vectors = len(points)
+	for _, session := range erased.Sessions {
+		if err := s.d.Sessions.Invalidate(ctx, account, session); err != nil {
+			errs = append(errs, fmt.Errorf("invalidate cache of %s: %w", session, err))
+		}
+		if df, ok := s.d.Sessions.(dedupForgetter); ok {
+			if err := df.ForgetDedup(ctx, account, session, erased.MessageIDs[session]); err != nil {
+				errs = append(errs, fmt.Errorf("dedup keys of %s: %w", session, err))
+			}
+		}
+	}
+	purged, err := s.purgeStreams(ctx, account, erased.Sessions)
+	res.Purged = purged
+	if err != nil {
+		errs = append(errs, err)
+	}
+	// A turn that ingest was applying while the rows went leaves an empty session row behind
+	// (its messages are dropped for the tombstone); the purge above stopped any more.
+	if err := s.d.Store.DropErasedSessionRows(ctx, account, req.UserID, erased.Sessions); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		// SQL is already clean and the tombstone stands; the caller retries the erasure.
+		return res, fmt.Errorf("erase (rows are gone, retry to finish): %w", err)
+	}
+	s.log.Info("erased", "account", account, "sessions", res.Sessions, "messages", res.Messages, "memories", res.Memories, "purged", res.Purged)
+	return res, nil
+}
+
+// purgeStreams removes every JetStream copy of the sessions' turns, commit requests, events
+// and dead letters, by subject.
+func (s *Service) purgeStreams(ctx context.Context, account string, sessions []string) (uint64, error) {
+	if len(sessions) == 0 {
+		return 0, nil
+	}
+	js, err := jetstream.New(s.d.NC)
+	if err != nil {
+		return 0, fmt.Errorf("purge: %w", err)
+	}
+	var purged uint64
+	for _, session := range sessions {
+		token := bus.SessionToken(session)
+		for _, p := range []struct{ stream, subject string }{
+			{bus.StreamTurns, s.d.Names.Turns(account, session)},
+			{bus.StreamCommits, s.d.Names.Commits(account, session)},
+			{bus.StreamEvents, s.d.Names.Event("*", account, session)},
+			{bus.StreamDLQ, s.d.Names.DLQ("*", account, token)},
+		} {
+			n, err := purgeSubject(ctx, js, s.d.Names.Stream(p.stream), p.subject)
+			if err != nil {
+				return purged, fmt.Errorf("purge %s of %s: %w", p.stream, p.subject, err)
+			}
+			purged += n
+		}
+	}
+	return purged, nil
+}
+
+func purgeSubject(ctx context.Context, js jetstream.JetStream, stream, subject string) (uint64, error) {
+	st, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	before, err := st.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, c := range before.State.Subjects {
+		n += c
+	}
+	if err := st.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
