@@ -207,6 +207,19 @@ func (e *ONNX) Provider() string { return "onnx" }
 // MaxLen is the most tokens per text the model sees, [CLS] and [SEP] included.
 func (e *ONNX) MaxLen() int { return e.maxLen }
 
+// MeanTokens is the mean token count of texts as the model sees them ([CLS] and [SEP]
+// included, truncated to MaxLen).
+func (e *ONNX) MeanTokens(texts []string) float64 {
+	if len(texts) == 0 {
+		return 0
+	}
+	n := 0
+	for _, t := range texts {
+		n += len(e.tok.Encode(t, e.maxLen))
+	}
+	return float64(n) / float64(len(texts))
+}
+
 // Close releases the model session (and ONNX Runtime when no other ONNX is open).
 // Embed after Close is ErrClosed.
 func (e *ONNX) Close() error {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -15,19 +14,9 @@ const (
 	opStats   = "stats"   // served by recall
 )
 
-// summaryRequest is the body of <p>.rpc.<account>.summary (the summarizer owns the contract;
-// the gateway passes its answer through unchanged).
-type summaryRequest struct {
-	V       int    `json:"v"`
-	UserID  string `json:"user_id"`
-	AgentID string `json:"agent_id,omitempty"`
-	Period  string `json:"period"`
-	Date    string `json:"date,omitempty"`
-}
-
 // getSummary answers GET /v1/summaries?period=day|week|month&date=YYYY-MM-DD&agent_id= (RPC
-// summary): the caller's digest of the period containing date (default today, UTC). No
-// summarizer running is 503.
+// summary, contract.SummaryRequest): the caller's digest of the period containing date
+// (default today, UTC). A missing digest is 404; no summarizer running is 503.
 func (s *Service) getSummary(w http.ResponseWriter, r *http.Request, id identity) {
 	q := r.URL.Query()
 	period := q.Get("period")
@@ -38,26 +27,25 @@ func (s *Service) getSummary(w http.ResponseWriter, r *http.Request, id identity
 		return
 	}
 	date := q.Get("date")
-	if date != "" {
-		if _, err := time.Parse(time.DateOnly, date); err != nil {
-			writeError(w, badRequest("date must be YYYY-MM-DD"))
-			return
-		}
+	if date == "" {
+		date = s.deps.Now().UTC().Format(time.DateOnly)
+	}
+	if _, err := time.Parse(time.DateOnly, date); err != nil {
+		writeError(w, badRequest("date must be YYYY-MM-DD"))
+		return
 	}
 	agent := q.Get("agent_id")
 	if aerr := checkAgentID(agent); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
-	req := summaryRequest{V: contract.Version, UserID: id.User, AgentID: agent, Period: period, Date: date}
-	var resp json.RawMessage
+	req := contract.SummaryRequest{V: contract.Version, UserID: id.User, AgentID: agent, Period: period, Date: date}
+	var resp contract.SummaryResponse
 	if aerr := s.call(r.Context(), id, opSummary, s.cfg.RPCTimeout, req, &resp); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(resp)
+	writeJSON(w, http.StatusOK, resp)
 }
 
 // stats answers GET /v1/stats/<kind> (RPC stats): an admin key's account, or every account

@@ -11,7 +11,9 @@ import (
 var benches = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"ingest": benchIngestCmd,
 	"e2e":    benchE2ECmd,
+	"http":   benchHTTPCmd,
 	"recall": benchRecallCmd,
+	"embed":  benchEmbedCmd,
 }
 
 // benchCmd runs `membus bench <name>`: each bench reports a floor measured in the same run and

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime/pprof"
 	"sort"
@@ -459,6 +460,11 @@ func openEvalEnv(ctx context.Context, syncMode, embedder string, logger *slog.Lo
 	cfg.NATSListen = "127.0.0.1:0"
 	cfg.NATSSync = syncMode
 	cfg.Embedder = embedder
+	// the model lives outside the throw-away data dir: MEMBUS_MODEL_DIR, else ./data/models
+	cfg.ModelDir = os.Getenv("MEMBUS_MODEL_DIR")
+	if cfg.ModelDir == "" {
+		cfg.ModelDir = filepath.Join("data", "models")
+	}
 	cfg.InstanceID = "eval"
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
