@@ -144,4 +144,3 @@ func benchHTTPCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "  errors %d (%.3f%%), rate-limited %d, statuses %v, rss %.0f MB\n", errs.Load(), 100*float64(errs.Load())/total, limited.Load(), status, res.RSSMB)
 	return 0
 }
-
