@@ -593,6 +593,24 @@ func (c *cachedStore) SeenRecently(ctx context.Context, account, session, messag
 	return n == 1
 }
 
+// ForgetDedup deletes the dedup keys of erased messages (SPEC §5 "Erasure").
+func (c *cachedStore) ForgetDedup(ctx context.Context, account, session string, messageIDs []string) error {
+	cctx, cancel := cacheCtx(ctx)
+	defer cancel()
+	for start := 0; start < len(messageIDs); start += 500 {
+		end := min(start+500, len(messageIDs))
+		keys := make([]string, 0, end-start)
+		for _, id := range messageIDs[start:end] {
+			keys = append(keys, c.dedupKey(account, session, id))
+		}
+		if err := c.rdb.Del(cctx, keys...).Err(); err != nil {
+			c.failed("dedup")
+			return fmt.Errorf("forget dedup keys: %w", err)
+		}
+	}
+	return nil
+}
+
 // dedupKey is <prefix>dedup:<account>:<md5 of account, session and message id>.
 func (c *cachedStore) dedupKey(account, session, messageID string) string {
 	return c.prefix + "dedup:" + account + ":" + DedupHash(account, session, messageID)

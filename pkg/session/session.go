@@ -46,6 +46,8 @@ type Store interface {
 	// optimisation for replays: false on a miss or any error, and correctness stays with the
 	// SQL unique key.
 	SeenRecently(ctx context.Context, account, session, messageID string) bool
+	// ForgetDedup drops the dedup keys of erased messages.
+	ForgetDedup(ctx context.Context, account, session string, messageIDs []string) error
 }
 
 // NewSQL returns the session store without a cache.
@@ -94,6 +96,9 @@ func (s *sqlStore) Window(ctx context.Context, account, session string, budget, 
 func (s *sqlStore) Invalidate(context.Context, string, string) error { return nil }
 
 func (s *sqlStore) SeenRecently(context.Context, string, string, string) bool { return false }
+
+// ForgetDedup has nothing to forget without Redis.
+func (s *sqlStore) ForgetDedup(context.Context, string, string, []string) error { return nil }
 
 // newest reads the newest limit active messages of sess (limit ≤ 0: all) from SQL, in
 // ascending seq order.

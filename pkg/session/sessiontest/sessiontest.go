@@ -323,6 +323,13 @@ func seenRecently(t *testing.T, ss session.Store, _ *store.Store) {
 			t.Fatalf("SeenRecently%v = true for a message never applied", c)
 		}
 	}
+	// After an erasure forgets the keys, no replay is skipped because of them.
+	if err := ss.ForgetDedup(ctx, "acme", "s1", []string{"m1"}); err != nil {
+		t.Fatalf("ForgetDedup: %v", err)
+	}
+	if ss.SeenRecently(ctx, "acme", "s1", "m1") {
+		t.Fatal("SeenRecently true after ForgetDedup")
+	}
 }
 
 func racing(t *testing.T, ss session.Store, _ *store.Store) {
