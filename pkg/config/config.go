@@ -50,6 +50,9 @@ type Config struct {
 	RecallFusion string
 	// RecallDecay and RecallMMR switch on temporal decay and MMR (both off by default, SPEC §6).
 	RecallDecay, RecallMMR bool
+	// RateLimit and RateBurst are the gateway's token bucket per API key: requests per second
+	// and bucket size (shared through Redis when it is configured, else per replica).
+	RateLimit, RateBurst int
 	// ConfigFile is the optional YAML file (--config / MEMBUS_CONFIG).
 	ConfigFile string
 
@@ -72,6 +75,8 @@ func Defaults() Config {
 		CommitTokenThreshold: 20000,
 		KeepRecent:           10,
 		RecallFusion:         "weighted",
+		RateLimit:            20,
+		RateBurst:            40,
 	}
 }
 
@@ -144,6 +149,8 @@ func (c *Config) fields() []field {
 		{key: "recall_fusion", str: &c.RecallFusion, help: `recall score fusion: "weighted" (0.7 dense + 0.3 keyword) or "rrf"`},
 		{key: "recall_decay", b: &c.RecallDecay, help: "temporal decay of recall scores (half-life 30 days, never below 0.5x)"},
 		{key: "recall_mmr", b: &c.RecallMMR, help: "MMR diversity re-ranking of recall results (lambda 0.7)"},
+		{key: "rate_limit", n: &c.RateLimit, help: "HTTP requests per second per API key (token bucket; shared through Redis when set)"},
+		{key: "rate_burst", n: &c.RateBurst, help: "HTTP request burst per API key"},
 		{key: "config", str: &c.ConfigFile, noFile: true, help: "optional YAML config file"},
 	}
 }

@@ -143,6 +143,12 @@ func (c Config) Validate() error {
 	if c.RecallFusion != "weighted" && c.RecallFusion != "rrf" {
 		bad("recall_fusion", `must be "weighted" or "rrf", got %q`, c.RecallFusion)
 	}
+	if c.RateLimit <= 0 {
+		bad("rate_limit", "must be positive, got %d", c.RateLimit)
+	}
+	if c.RateBurst < 1 {
+		bad("rate_burst", "must be at least 1, got %d", c.RateBurst)
+	}
 	if c.KeepRecent < 0 || c.KeepRecent > 200 {
 		bad("keep_recent", "must be between 0 and 200 (the hot cache holds 200), got %d", c.KeepRecent)
 	}

@@ -7,6 +7,7 @@ func FromEnv(env *runtime.Env) (*Service, error) {
 	cfg := Defaults()
 	cfg.Addr = env.Config.HTTPAddr
 	cfg.InsecureNoAuth = env.Config.InsecureNoAuth
+	cfg.RateLimit, cfg.RateBurst = float64(env.Config.RateLimit), env.Config.RateBurst
 	m := env.Metrics("gateway")
 	deps := Deps{
 		NC: env.NC, JS: env.JS, Names: env.Names, Keys: env.Store, Metrics: m,
