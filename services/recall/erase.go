@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,14 +11,8 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/store"
 )
-
-// dedupForgetter is implemented by a session store whose dedup keys can be dropped for given
-// messages. The erasure uses it when present; otherwise the keys expire with their TTL (they
-// only let a replay skip work early, and a tombstoned session's replays are dropped anyway).
-type dedupForgetter interface {
-	ForgetDedup(ctx context.Context, account, session string, messageIDs []string) error
-}
 
 // Erase answers <p>.rpc.<account>.erase (SPEC §5 "Erasure"): a tombstone first, then the SQL
 // rows (messages, archives, memories or their sources, digests, commit results, pending
@@ -60,14 +55,26 @@ func (s *Service) Erase(ctx context.Context, account string, req contract.EraseR
 		}
 	}
 	res.Vectors = len(points)
+	// memory_deleted for every memory the erasure removed (ids only), as forgetting one does.
+	var events []store.OutboxEntry
+	for _, id := range erased.MemoryIDs {
+		ev := contract.Event{V: contract.Version, EventID: "evt-memory_deleted-" + bus.MsgID(id)[:32], Kind: contract.EventMemoryDeleted,
+			AccountID: account, UserID: req.UserID, MemoryID: id, At: s.d.Now().UTC()}
+		b, _ := json.Marshal(ev)
+		events = append(events, store.OutboxEntry{ID: ev.EventID, Subject: s.d.Names.Event(ev.Kind, account, "_"), Payload: b})
+	}
+	if len(events) > 0 {
+		if err := s.d.Store.QueueEvents(ctx, events); err != nil {
+			errs = append(errs, fmt.Errorf("queue memory_deleted events: %w", err))
+		}
+		s.d.KickOutbox()
+	}
 	for _, session := range erased.Sessions {
 		if err := s.d.Sessions.Invalidate(ctx, account, session); err != nil {
 			errs = append(errs, fmt.Errorf("invalidate cache of %s: %w", session, err))
 		}
-		if df, ok := s.d.Sessions.(dedupForgetter); ok {
-			if err := df.ForgetDedup(ctx, account, session, erased.MessageIDs[session]); err != nil {
-				errs = append(errs, fmt.Errorf("dedup keys of %s: %w", session, err))
-			}
+		if err := s.d.Sessions.ForgetDedup(ctx, account, session, erased.MessageIDs[session]); err != nil {
+			errs = append(errs, fmt.Errorf("dedup keys of %s: %w", session, err))
 		}
 	}
 	purged, err := s.purgeStreams(ctx, account, erased.Sessions)
