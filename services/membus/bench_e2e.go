@@ -21,6 +21,7 @@ import (
 
 // e2eParams are the knobs of one `membus bench e2e` run.
 type e2eParams struct {
+	backend  realBackend // zero: embedded
 	count    int
 	warmup   int
 	embedder string
@@ -41,6 +42,7 @@ func benchE2ECmd(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 60*time.Second, "longest one turn may take to become recallable")
 	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
+	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -67,6 +69,12 @@ func benchE2ECmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	p := e2eParams{count: *count, warmup: *warmup, embedder: *embedder, timeout: *timeout}
+	rb, err := backendFlag(*backend)
+	if err != nil {
+		fmt.Fprintf(stderr, "membus bench e2e: %v\n", err)
+		return 2
+	}
+	p.backend = rb
 	if *progress || isTerminal(stderr) {
 		p.progress = stderr
 	}
@@ -81,7 +89,6 @@ func benchE2ECmd(args []string, stdout, stderr io.Writer) int {
 		}
 		results = append(results, r)
 	}
-	var err error
 	if *asJSON {
 		err = bench.WriteJSON(stdout, results...)
 	} else {
@@ -126,12 +133,15 @@ func e2eTurn(account, user, session string, i int, at time.Time) contract.TurnEv
 // server in the same run, is raw JetStream: publish the same payload to a stream and consume
 // it with a pull consumer.
 func benchE2E(ctx context.Context, mode string, p e2eParams) (bench.Result, error) {
-	env, closeEnv, err := openEvalEnv(ctx, mode, p.embedder, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	env, closeEnv, err := openEvalEnv(ctx, mode, p.embedder, p.backend, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return bench.Result{}, err
 	}
 	defer closeEnv()
-	const account = "bench-e2e"
+	account := "bench-e2e"
+	if p.backend.runID != "" {
+		account += "-" + p.backend.runID
+	}
 	op := func(ctx context.Context, i int) (int, error) {
 		user, session := fmt.Sprintf("u-%d", i), fmt.Sprintf("s-%d", i)
 		ev := e2eTurn(account, user, session, i, time.Now().UTC())
@@ -186,6 +196,9 @@ func benchE2E(ctx context.Context, mode string, p e2eParams) (bench.Result, erro
 		return res, fmt.Errorf("floor: %w", err)
 	}
 	res.Backend, res.Sync, res.Embedder, res.Size = "embedded", mode, env.Embedder.Model(), p.count
+	if p.backend.dsn != "" {
+		res.Backend = "real"
+	}
 	res.Floor = &fl
 	res.RSSMB = bench.RSSMB()
 	return res, nil

@@ -46,6 +46,40 @@ type ingestParams struct {
 // realBackend is what --backend real reads from the environment.
 type realBackend struct {
 	dsn, redisURL, natsURL, natsToken string
+	runID                             string // names this run's accounts and subject prefix in shared servers
+}
+
+// backendFlag reads --backend: "embedded" (the zero realBackend) or "real".
+func backendFlag(name string) (realBackend, error) {
+	switch name {
+	case "embedded":
+		return realBackend{}, nil
+	case "real":
+		rb, err := realBackendFromEnv(os.Getenv)
+		rb.runID = randomHex(4)
+		return rb, err
+	default:
+		return realBackend{}, fmt.Errorf("--backend must be embedded or real, got %q", name)
+	}
+}
+
+// cleanupRealRun removes what a run left in shared servers: its accounts' rows (they carry the
+// run id) and, on an external NATS, its streams (they carry the run's prefix).
+func cleanupRealRun(env *runtime.Env, prefix, runID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if env.Server == nil {
+		for name := range env.JS.StreamNames(ctx).Name() {
+			if strings.HasPrefix(name, strings.ToUpper(prefix)+"_") || name == "KV_"+env.Names.FailureBucket() {
+				_ = env.JS.DeleteStream(ctx, name)
+			}
+		}
+	}
+	for _, table := range []string{"messages", "sessions", "archives", "memories", "memory_sources", "summaries", "tombstones", "commit_results"} {
+		if _, err := env.Store.DB().ExecContext(ctx, "DELETE FROM "+table+" WHERE account_id LIKE ?", "%-"+runID); err != nil {
+			env.Logger.Warn("cleanup", "table", table, "err", err)
+		}
+	}
 }
 
 // errRealBackend: --backend real without its variables.

@@ -130,7 +130,7 @@ func benchRecall(ctx context.Context, p recallParams) ([]bench.Result, error) {
 }
 
 func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Result, error) {
-	env, closeEnv, err := openEvalEnv(ctx, "interval", "hash", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	env, closeEnv, err := openEvalEnv(ctx, "interval", "hash", realBackend{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return bench.Result{}, err
 	}

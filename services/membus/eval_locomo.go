@@ -441,16 +441,21 @@ func bm25Answers(convs []locomoConv) answerFunc {
 // membusEval is a membus started in-process for the evaluation: one account, user and agent
 // per conversation.
 type membusEval struct {
-	env   *runtime.Env
-	convs []locomoConv
-	user  string
-	agent string
+	env    *runtime.Env
+	suffix string // "-<run id>" on a real backend, so runs sharing servers never meet
+	convs  []locomoConv
+	user   string
+	agent  string
 }
 
-func (m *membusEval) account(conv int) string { return fmt.Sprintf("locomo-%d", conv+1) }
+func (m *membusEval) account(conv int) string { return fmt.Sprintf("locomo-%d", conv+1) + m.suffix }
 
 // openEvalEnv starts every service, as `membus up` does, in a temporary data dir on free ports.
-func openEvalEnv(ctx context.Context, syncMode, embedder string, logger *slog.Logger) (*runtime.Env, func(), error) {
+//
+// With a real backend (MariaDB + Redis, optionally an external NATS), the run gets its own subject
+// prefix and its accounts carry a run suffix (runID), so runs never meet in the shared servers;
+// its rows and streams are removed afterwards.
+func openEvalEnv(ctx context.Context, syncMode, embedder string, rb realBackend, logger *slog.Logger) (*runtime.Env, func(), error) {
 	dir, err := os.MkdirTemp("", "membus-eval-")
 	if err != nil {
 		return nil, nil, err
@@ -466,6 +471,13 @@ func openEvalEnv(ctx context.Context, syncMode, embedder string, logger *slog.Lo
 		cfg.ModelDir = filepath.Join("data", "models")
 	}
 	cfg.InstanceID = "eval"
+	cfg.MySQLDSN, cfg.RedisURL, cfg.NATSURL = rb.dsn, rb.redisURL, rb.natsURL
+	if rb.natsToken != "" {
+		cfg.NATSToken = rb.natsToken
+	}
+	if rb.dsn != "" {
+		cfg.SubjectPrefix = "eval" + rb.runID
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		os.RemoveAll(dir)
@@ -494,6 +506,9 @@ func openEvalEnv(ctx context.Context, syncMode, embedder string, logger *slog.Lo
 	closeEnv := func() {
 		cancel()
 		<-done
+		if rb.dsn != "" {
+			cleanupRealRun(env, cfg.SubjectPrefix, rb.runID)
+		}
 		env.Close()
 		os.RemoveAll(dir)
 	}
@@ -604,12 +619,15 @@ func (m *membusEval) answer(ctx context.Context, conv int, q locomoQuestion) (ev
 // evalLocomo runs membus (and the baseline) on the conversations.
 func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalReport, error) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	env, closeEnv, err := openEvalEnv(ctx, p.sync, p.embedder, logger)
+	env, closeEnv, err := openEvalEnv(ctx, p.sync, p.embedder, p.backend, logger)
 	if err != nil {
 		return nil, err
 	}
 	defer closeEnv()
 	m := &membusEval{env: env, convs: convs, user: "locomo-user", agent: "main"}
+	if p.backend.runID != "" {
+		m.suffix = "-" + p.backend.runID
+	}
 	turns := 0
 	for _, c := range convs {
 		turns += len(c.turns)
@@ -643,6 +661,7 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalRe
 
 // evalParams are the knobs of one `membus eval locomo` run.
 type evalParams struct {
+	backend  realBackend // zero: embedded (SQLite, embedded NATS)
 	sync     string
 	embedder string
 	baseline string
@@ -666,6 +685,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw progress bars on stderr even when it is not a terminal")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -711,6 +731,12 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 	p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, notes: stderr}
+	rb, err := backendFlag(*backend)
+	if err != nil {
+		fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+		return 2
+	}
+	p.backend = rb
 	if *progress || isTerminal(stderr) {
 		p.progress = stderr
 	}
