@@ -140,8 +140,8 @@ func (c Config) Validate() error {
 			bad("recall_scopes", "scopes are user, agent and archive, got %q", sc)
 		}
 	}
-	if c.RecallFusion != "weighted" && c.RecallFusion != "rrf" {
-		bad("recall_fusion", `must be "weighted" or "rrf", got %q`, c.RecallFusion)
+	if c.RecallFusion != "weighted" && c.RecallFusion != "rrf" && c.RecallFusion != "dense" {
+		bad("recall_fusion", `must be "weighted", "rrf" or "dense" (evaluation only), got %q`, c.RecallFusion)
 	}
 	if c.RateLimit <= 0 {
 		bad("rate_limit", "must be positive, got %d", c.RateLimit)

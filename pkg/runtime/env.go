@@ -251,6 +251,11 @@ func (e *Env) openVectors(ctx context.Context) error {
 	}
 	var inner embed.Embedder
 	switch {
+	case cfg.Embedder == "hash" && follow == embed.HashV1Model:
+		// Data embedded with an older hash version keeps it: hash vectors of two versions never mix.
+		e.Logger.Info("the data was embedded with "+embed.HashV1Model+", so the hash embedder keeps that version; "+
+			embed.HashModel+" recalls better but needs a new MEMBUS_DATA_DIR", "model", embed.HashV1Model)
+		inner = embed.NewHashV1()
 	case cfg.Embedder == "hash":
 		inner = embed.NewHash()
 	case cfg.Embedder == "onnx":
@@ -274,12 +279,15 @@ func (e *Env) openVectors(ctx context.Context) error {
 		e.Logger.Info("no local embedding model: using the hash embedder (word matching only); run `make model` "+
 			"(scripts/model.sh) before the first start for semantic recall with a local model", "model_dir", modelDir)
 		inner = embed.NewHash()
-	case cfg.Embedder == "auto" && follow == embed.HashModel:
+	case cfg.Embedder == "auto" && (follow == embed.HashModel || follow == embed.HashV1Model):
 		if embed.ONNXPresent(modelDir) {
 			e.Logger.Info("the data was embedded with the hash embedder, so MEMBUS_EMBEDDER=auto keeps it although a local model is present; "+
 				"switching needs the memories re-embedded, which this build cannot do (start a new MEMBUS_DATA_DIR to use the model)", "model_dir", modelDir)
 		}
 		inner = embed.NewHash()
+		if follow == embed.HashV1Model {
+			inner = embed.NewHashV1()
+		}
 	case cfg.Embedder == "auto" && strings.HasPrefix(follow, "onnx:"):
 		if inner, err = openONNX(); err != nil {
 			return fmt.Errorf("MEMBUS_EMBEDDER=auto follows the data's %s: %w", follow, err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/membus/membus/pkg/embed"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,8 +44,8 @@ func TestBenchEmbed(t *testing.T) {
 				t.Errorf("line %d: embedder %v, want onnx:…", i, m["embedder"])
 			}
 			keys = append(keys, "floor_ops_per_sec", "ratio")
-		} else if m["embedder"] != "hash-v1-384" {
-			t.Errorf("line %d: embedder %v, want hash-v1-384", i, m["embedder"])
+		} else if m["embedder"] != embed.HashModel {
+			t.Errorf("line %d: embedder %v, want %s", i, m["embedder"], embed.HashModel)
 		}
 		for _, k := range keys {
 			if v, ok := m[k].(float64); !ok || v <= 0 {

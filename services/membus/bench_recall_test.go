@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/membus/membus/pkg/embed"
 	"strings"
 	"testing"
 )
@@ -23,7 +24,7 @@ func TestBenchRecall(t *testing.T) {
 		if err := json.Unmarshal([]byte(lines[i]), &m); err != nil {
 			t.Fatalf("line %d: %v", i, err)
 		}
-		if m["bench"] != "recall" || m["backend"] != "embedded" || m["size"] != size || m["embedder"] != "hash-v1-384" {
+		if m["bench"] != "recall" || m["backend"] != "embedded" || m["size"] != size || m["embedder"] != embed.HashModel {
 			t.Errorf("line %d: %v", i, m)
 		}
 		for _, k := range []string{"ops_per_sec", "p50_ms", "p99_ms", "floor_p50_ms", "floor_p99_ms", "ratio", "rss_mb"} {

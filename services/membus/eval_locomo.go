@@ -455,7 +455,7 @@ func (m *membusEval) account(conv int) string { return fmt.Sprintf("locomo-%d", 
 // With a real backend (MariaDB + Redis, optionally an external NATS), the run gets its own subject
 // prefix and its accounts carry a run suffix (runID), so runs never meet in the shared servers;
 // its rows and streams are removed afterwards.
-func openEvalEnv(ctx context.Context, syncMode, embedder string, rb realBackend, logger *slog.Logger) (*runtime.Env, func(), error) {
+func openEvalEnv(ctx context.Context, syncMode, embedder string, rb realBackend, logger *slog.Logger, opts ...func(*config.Config)) (*runtime.Env, func(), error) {
 	dir, err := os.MkdirTemp("", "membus-eval-")
 	if err != nil {
 		return nil, nil, err
@@ -471,6 +471,9 @@ func openEvalEnv(ctx context.Context, syncMode, embedder string, rb realBackend,
 		cfg.ModelDir = filepath.Join("data", "models")
 	}
 	cfg.InstanceID = "eval"
+	for _, o := range opts {
+		o(&cfg)
+	}
 	cfg.MySQLDSN, cfg.RedisURL, cfg.NATSURL = rb.dsn, rb.redisURL, rb.natsURL
 	if rb.natsToken != "" {
 		cfg.NATSToken = rb.natsToken
@@ -619,7 +622,11 @@ func (m *membusEval) answer(ctx context.Context, conv int, q locomoQuestion) (ev
 // evalLocomo runs membus (and the baseline) on the conversations.
 func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalReport, error) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	env, closeEnv, err := openEvalEnv(ctx, p.sync, p.embedder, p.backend, logger)
+	env, closeEnv, err := openEvalEnv(ctx, p.sync, p.embedder, p.backend, logger, func(c *config.Config) {
+		if p.fusion != "" {
+			c.RecallFusion = p.fusion
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -648,6 +655,9 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalRe
 		return nil, err
 	}
 	fmt.Fprintf(p.notes, "membus: %d questions recalled (2 calls each) in %s\n", rep.Categories["1-4"].N+rep.Categories["5"].N, time.Since(start).Round(time.Millisecond))
+	if p.fusion != "" && p.fusion != "weighted" {
+		rep.Config = "fusion-" + p.fusion
+	}
 	reports := []evalReport{rep}
 	if p.baseline == "bm25" {
 		b, err := runEval(ctx, convs, "bm25", "none", 1, p.progress, bm25Answers(convs))
@@ -662,6 +672,7 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalRe
 // evalParams are the knobs of one `membus eval locomo` run.
 type evalParams struct {
 	backend  realBackend // zero: embedded (SQLite, embedded NATS)
+	fusion   string      // recall fusion ("" = the default)
 	sync     string
 	embedder string
 	baseline string
@@ -685,6 +696,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw progress bars on stderr even when it is not a terminal")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fusion := fs.String("fusion", "weighted", `recall fusion of the membus run: "weighted" (the default, 0.7 dense + 0.3 keyword), "rrf", or "dense" (the embedder alone, to measure it)`)
 	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -730,7 +742,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, notes: stderr}
+	p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, notes: stderr}
 	rb, err := backendFlag(*backend)
 	if err != nil {
 		fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)

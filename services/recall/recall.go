@@ -58,8 +58,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max_injected_chars: must be positive")
 	case c.CandidatesPerSide <= 0:
 		return fmt.Errorf("candidates_per_side: must be positive")
-	case c.Fusion != FusionWeighted && c.Fusion != FusionRRF:
-		return fmt.Errorf("recall fusion: %q is neither %q nor %q", c.Fusion, FusionWeighted, FusionRRF)
+	case c.Fusion != FusionWeighted && c.Fusion != FusionRRF && c.Fusion != FusionDense:
+		return fmt.Errorf("recall fusion: %q is not %q, %q or %q", c.Fusion, FusionWeighted, FusionRRF, FusionDense)
 	case len(uniqueScopes(c.DefaultScopes)) == 0 || len(uniqueScopes(c.DefaultScopes)) != len(c.DefaultScopes):
 		return fmt.Errorf("recall default scopes: %v, want some of user, agent, archive", c.DefaultScopes)
 	case c.ArchiveContext < 0:

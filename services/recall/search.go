@@ -243,12 +243,17 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 		if maxKW > 0 {
 			c.parts.Keyword = keyword[i] / maxKW
 		}
-		if s.cfg.Fusion == FusionRRF {
+		switch s.cfg.Fusion {
+		case FusionRRF:
 			c.parts.Fused = rrfFusion(dRank[i], kRank[i])
-		} else {
+		case FusionDense:
+			c.parts.Fused = c.parts.Dense
+		default:
 			c.parts.Fused = weightedFusion(c.parts.Dense, c.parts.Keyword)
 		}
-		c.parts.Boost = boost(boostInput{kind: c.kind, category: c.category, temporal: isTemporal, preference: isPreference, overlap: overlapTerms(qTerms, c.terms)})
+		if s.cfg.Fusion != FusionDense {
+			c.parts.Boost = boost(boostInput{kind: c.kind, category: c.category, temporal: isTemporal, preference: isPreference, overlap: overlapTerms(qTerms, c.terms)})
+		}
 		c.score = c.parts.Fused + c.parts.Boost
 		if s.cfg.Decay {
 			at := c.createdAt
