@@ -28,6 +28,7 @@ import (
 
 // recallParams are the knobs of one `membus bench recall` run.
 type recallParams struct {
+	backend  realBackend // zero: embedded (SQLite); real: MariaDB + Redis (the vector index stays local)
 	sizes    []int // memories per user, one measured configuration each
 	count    int   // measured recalls per size
 	warmup   int
@@ -44,6 +45,7 @@ func benchRecallCmd(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	backend := fs.String("backend", "embedded", "embedded (SQLite) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL; the vector index stays local)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -61,6 +63,12 @@ func benchRecallCmd(args []string, stdout, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 	p := recallParams{count: *count, warmup: *warmup, notes: stderr}
+	rb, err := backendFlag(*backend)
+	if err != nil {
+		fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
+		return 2
+	}
+	p.backend = rb
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n <= 0 {
@@ -130,12 +138,19 @@ func benchRecall(ctx context.Context, p recallParams) ([]bench.Result, error) {
 }
 
 func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Result, error) {
-	env, closeEnv, err := openEvalEnv(ctx, "interval", "hash", realBackend{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	rb := p.backend
+	if rb.dsn != "" {
+		rb.runID = randomHex(4) // each size gets its own accounts in the shared servers
+	}
+	env, closeEnv, err := openEvalEnv(ctx, "interval", "hash", rb, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return bench.Result{}, err
 	}
 	defer closeEnv()
-	const account, user, agent = "bench-recall", "u-bench", "main"
+	account, user, agent := "bench-recall", "u-bench", "main"
+	if rb.runID != "" {
+		account += "-" + rb.runID
+	}
 	start := time.Now()
 	texts, err := seedRecallMemories(ctx, env, account, user, agent, size)
 	if err != nil {
@@ -179,6 +194,9 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 		return res, fmt.Errorf("floor: %w", err)
 	}
 	res.Backend, res.Embedder, res.Size = "embedded", env.Embedder.Model(), size
+	if rb.dsn != "" {
+		res.Backend = "real"
+	}
 	res.Floor = &floor
 	return res, nil
 }
