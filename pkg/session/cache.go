@@ -32,6 +32,10 @@ const (
 // with prefix and carry the account: <prefix>cache:{<account>:<session token>}:z|h|m|g and
 // <prefix>dedup:<account>:<md5>. m counts cache failures (session_cache_failures_total{op});
 // it and log may be nil.
+//
+// A hit is served only after one primary-key read of the session row agrees with the cached seq
+// range, so a write that never reached this cache (another replica whose cache update and drop
+// both failed) can never be served stale; the messages themselves still come from Redis.
 func NewCached(st *store.Store, rdb redis.UniversalClient, prefix string, m *metrics.Metrics, log *slog.Logger) Store {
 	if log == nil {
 		log = slog.Default()
@@ -480,7 +484,14 @@ func (c *cachedStore) load(ctx context.Context, account, session string, n int) 
 			c.failed("read")
 			c.log.Warn("session cache read failed; reading SQL", "account", account, "session", session, "err", err)
 		case ok:
-			return sess, msgs, nil
+			if fresh, stale := c.verify(ctx, k, sess); !stale {
+				return fresh, msgs, nil
+			}
+			// Another writer moved the session without reaching this cache (its update and
+			// drop both failed, or it has no cache): drop the entry and read SQL.
+			cctx, cancel := cacheCtx(ctx)
+			c.drop(cctx, k, "stale", errors.New("cached session behind SQL"))
+			cancel()
 		default:
 			return c.fill(ctx, k, gen, n)
 		}
@@ -497,6 +508,20 @@ func (c *cachedStore) load(ctx context.Context, account, session string, n int) 
 		msgs = msgs[len(msgs)-n:]
 	}
 	return sess, msgs, err
+}
+
+// verify checks a cache hit against the session's SQL row (one primary-key read): a hit whose
+// seq range differs from SQL's is stale. It returns the SQL row, so meta fields other writers
+// change (overview, epoch) are always current. When SQL cannot answer, the hit is served as is.
+func (c *cachedStore) verify(ctx context.Context, k cacheKeys, cached *store.Session) (*store.Session, bool) {
+	cur, err := c.sql.st.GetSession(ctx, k.account, k.session)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, true // erased since it was cached
+	case err != nil:
+		return cached, false
+	}
+	return cur, cur.NextSeq != cached.NextSeq || cur.ArchivedUpto != cached.ArchivedUpto
 }
 
 // fill reads the session from SQL after a miss and backfills the cache under gen.

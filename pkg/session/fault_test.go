@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/membus/membus/pkg/metrics"
@@ -202,4 +203,36 @@ func idsOf(ms []store.Message) string {
 		out[i] = m.MessageID
 	}
 	return fmt.Sprint(out)
+}
+
+// TestAnotherWriterNeverLeavesAStaleHit: a replica that wrote SQL without reaching this cache
+// (no cache of its own here; in production one whose cache update and drop both failed) is
+// seen at the next read: the hit is checked against the SQL row and dropped when behind.
+func TestAnotherWriterNeverLeavesAStaleHit(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	st := openSQLite(t)
+	cached := session.NewCached(st, rdb, "t:", nil, quiet)
+	other := session.NewSQL(st)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	apply := func(ss session.Store, i int) {
+		id := fmt.Sprint("m", i)
+		if _, err := ss.ApplyTurns(ctx, names, 1_000_000, []store.Turn{sessiontest.Turn("acme", "s1", id, uint64(i+1), sessiontest.Msg(id, 0, "x", t0))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(cached, 0)
+	if _, err := cached.Active(ctx, "acme", "s1", 0); err != nil { // cached now
+		t.Fatal(err)
+	}
+	apply(other, 1)
+	ms, err := cached.Active(ctx, "acme", "s1", 0)
+	if err != nil || idsOf(ms) != "[m0 m1]" {
+		t.Fatalf("Active after another writer = %v, %v; want [m0 m1]", idsOf(ms), err)
+	}
+	if meta, err := cached.Meta(ctx, "acme", "s1"); err != nil || meta.MessageCount != 2 {
+		t.Fatalf("Meta after another writer = %+v, %v; want 2 messages", meta, err)
+	}
 }
