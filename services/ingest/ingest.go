@@ -23,16 +23,21 @@ import (
 
 // Config of the ingest service.
 type Config struct {
-	CommitTokenThreshold  int      // default 20000 (SPEC §6)
-	Batch                 int      // messages per fetch (one SQL transaction), default 256
-	MaxFailures           int      // default 5
+	CommitTokenThreshold int // default 20000 (SPEC §6)
+	Batch                int // messages per fetch (one SQL transaction), default 256
+	MaxFailures          int // default 5
+	// Workers are the fetch loops of one process on the shared durable: while one batch waits
+	// for its SQL commit (an fsync), another is decoded and written. Default 2.
+	Workers               int
 	BypassSessionPatterns []string // glob patterns of session ids never captured
 	AgentPrefix           string   // prefix of OpenClaw agent ids (<prefix>_<id>)
 	RedactPatterns        []string // extra regular expressions redacted before storing
 }
 
 // Defaults returns the defaults of SPEC §6.
-func Defaults() Config { return Config{CommitTokenThreshold: 20000, Batch: 256, MaxFailures: 5} }
+func Defaults() Config {
+	return Config{CommitTokenThreshold: 20000, Batch: 256, MaxFailures: 5, Workers: 2}
+}
 
 // Validate names the bad key.
 func (c Config) Validate() error {
@@ -63,10 +68,10 @@ type Deps struct {
 
 // Service is the ingest service.
 type Service struct {
-	cfg    Config
-	deps   Deps
-	runner *bus.Runner
-	log    *slog.Logger
+	cfg     Config
+	deps    Deps
+	runners []*bus.Runner
+	log     *slog.Logger
 
 	capture                                          *Capturer
 	stored, duplicates, skipped, commits, redactions func(float64)
@@ -98,20 +103,34 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	s.batchLatency = m.Histogram("ingest_batch_seconds", "Time to store one fetched batch.").Observe
 	outcomes := m.CounterVec("ingest_outcomes_total", "Runner outcomes per message.", "outcome")
 	probes := append([]bus.Probe{{Name: "sql", Check: deps.Store.Ping}}, deps.Probes...)
-	r, err := bus.NewRunner(deps.JS, deps.Names, bus.RunnerConfig{
-		Service: "ingest", Stream: bus.StreamTurns, Batch: cfg.Batch, MaxFailures: cfg.MaxFailures,
-		Probes: probes, Logger: deps.Logger, BatchHandler: s.handleBatch,
-		OnOutcome: func(o string) { outcomes.WithLabelValues(o).Inc() },
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ingest consumer: %w", err)
+	for range max(cfg.Workers, 1) {
+		r, err := bus.NewRunner(deps.JS, deps.Names, bus.RunnerConfig{
+			Service: "ingest", Stream: bus.StreamTurns, Batch: cfg.Batch, MaxFailures: cfg.MaxFailures,
+			Probes: probes, Logger: deps.Logger, BatchHandler: s.handleBatch,
+			OnOutcome: func(o string) { outcomes.WithLabelValues(o).Inc() },
+		})
+		if err != nil {
+			return nil, fmt.Errorf("ingest consumer: %w", err)
+		}
+		s.runners = append(s.runners, r)
 	}
-	s.runner = r
 	return s, nil
 }
 
-// Run consumes until ctx is done, then drains.
-func (s *Service) Run(ctx context.Context) error { return s.runner.Run(ctx) }
+// Run consumes until ctx is done, then drains every worker.
+func (s *Service) Run(ctx context.Context) error {
+	errs := make(chan error, len(s.runners))
+	for _, r := range s.runners {
+		go func() { errs <- r.Run(ctx) }()
+	}
+	var first error
+	for range s.runners {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
 
 // handleBatch decodes every message, rejects the bad ones permanently (the rest of the batch
 // still lands) and stores the good ones in one transaction.
