@@ -29,8 +29,8 @@ import (
 // recallParams are the knobs of one `membus bench recall` run.
 type recallParams struct {
 	backend  realBackend // zero: embedded (SQLite); real: MariaDB + Redis (the vector index stays local)
-	sizes    []int // memories per user, one measured configuration each
-	count    int   // measured recalls per size
+	sizes    []int       // memories per user, one measured configuration each
+	count    int         // measured recalls per size
 	warmup   int
 	progress io.Writer
 	notes    io.Writer
