@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -66,15 +65,9 @@ func backendFlag(name string) (realBackend, error) {
 // cleanupRealRun removes what a run left in shared servers: its accounts' rows (they carry the
 // run id) and, on an external NATS, its streams (they carry the run's prefix).
 func cleanupRealRun(env *runtime.Env, prefix, runID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := cleanupContext()
 	defer cancel()
-	if env.Server == nil {
-		for name := range env.JS.StreamNames(ctx).Name() {
-			if strings.HasPrefix(name, strings.ToUpper(prefix)+"_") || name == "KV_"+env.Names.FailureBucket() {
-				_ = env.JS.DeleteStream(ctx, name)
-			}
-		}
-	}
+	deleteRunStreams(ctx, env, prefix)
 	for _, table := range []string{"messages", "sessions", "archives", "memories", "memory_sources", "summaries", "tombstones", "commit_results"} {
 		if _, err := env.Store.DB().ExecContext(ctx, "DELETE FROM "+table+" WHERE account_id LIKE ?", "%-"+runID); err != nil {
 			env.Logger.Warn("cleanup", "table", table, "err", err)
@@ -272,13 +265,7 @@ func benchIngest(ctx context.Context, mode string, rb realBackend, p ingestParam
 // the run measures ingest rather than commits. The close function removes what the run left
 // in shared servers (the bench account's rows, the bench streams).
 func openBenchEnv(ctx context.Context, mode string, rb realBackend, account string) (*runtime.Env, func(), error) {
-	dir, err := os.MkdirTemp("", "membus-bench-")
-	if err != nil {
-		return nil, nil, err
-	}
 	cfg := config.Defaults()
-	cfg.DataDir = dir
-	cfg.NATSListen = "127.0.0.1:0"
 	cfg.NATSSync = mode
 	cfg.SubjectPrefix = "bench" + randomHex(4)
 	cfg.InstanceID = "bench"
@@ -287,39 +274,10 @@ func openBenchEnv(ctx context.Context, mode string, rb realBackend, account stri
 	if rb.natsToken != "" {
 		cfg.NATSToken = rb.natsToken
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	cfg.HTTPAddr = ln.Addr().String()
-	ln.Close()
-	env, err := runtime.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	services, err := buildAll(env)
-	if err != nil {
-		env.Close()
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	go func() { done <- env.RunAll(rctx, services...) }()
-	closeEnv := func() {
-		cancel()
-		<-done
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if env.Server == nil { // an external NATS: remove the bench's streams
-			for name := range env.JS.StreamNames(cctx).Name() {
-				if strings.HasPrefix(name, strings.ToUpper(cfg.SubjectPrefix)+"_") || name == "KV_"+env.Names.FailureBucket() {
-					_ = env.JS.DeleteStream(cctx, name)
-				}
-			}
-		}
+	env, closeEnv, _, err := startSystem(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func(env *runtime.Env) {
+		cctx, cancel := cleanupContext()
+		defer cancel()
+		deleteRunStreams(cctx, env, cfg.SubjectPrefix)
 		if cfg.MySQLDSN != "" {
 			// Only the bench account's rows; the prefix's Redis keys expire with their TTLs.
 			for _, table := range []string{"messages", "sessions"} {
@@ -328,10 +286,8 @@ func openBenchEnv(ctx context.Context, mode string, rb realBackend, account stri
 				}
 			}
 		}
-		env.Close()
-		os.RemoveAll(dir)
-	}
-	return env, closeEnv, nil
+	})
+	return env, closeEnv, err
 }
 
 // eventGen makes the bench's turn events: numbered, round-robin over the sessions, each with

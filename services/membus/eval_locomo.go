@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -456,13 +455,7 @@ func (m *membusEval) account(conv int) string { return fmt.Sprintf("locomo-%d", 
 // prefix and its accounts carry a run suffix (runID), so runs never meet in the shared servers;
 // its rows and streams are removed afterwards.
 func openEvalEnv(ctx context.Context, syncMode, embedder string, rb realBackend, logger *slog.Logger, opts ...func(*config.Config)) (*runtime.Env, func(), error) {
-	dir, err := os.MkdirTemp("", "membus-eval-")
-	if err != nil {
-		return nil, nil, err
-	}
 	cfg := config.Defaults()
-	cfg.DataDir = dir
-	cfg.NATSListen = "127.0.0.1:0"
 	cfg.NATSSync = syncMode
 	cfg.Embedder = embedder
 	// the model lives outside the throw-away data dir: MEMBUS_MODEL_DIR, else ./data/models
@@ -478,42 +471,14 @@ func openEvalEnv(ctx context.Context, syncMode, embedder string, rb realBackend,
 	if rb.natsToken != "" {
 		cfg.NATSToken = rb.natsToken
 	}
+	var cleanup func(*runtime.Env)
 	if rb.dsn != "" {
 		cfg.SubjectPrefix = "eval" + rb.runID
+		cleanup = func(env *runtime.Env) { cleanupRealRun(env, cfg.SubjectPrefix, rb.runID) }
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	env, closeEnv, done, err := startSystem(ctx, cfg, logger, cleanup)
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, nil, err
-	}
-	cfg.HTTPAddr = ln.Addr().String()
-	ln.Close()
-	if err := cfg.Validate(); err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	env, err := runtime.Open(ctx, cfg, logger)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	services, err := buildAll(env)
-	if err != nil {
-		env.Close()
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	go func() { done <- env.RunAll(rctx, services...) }()
-	closeEnv := func() {
-		cancel()
-		<-done
-		if rb.dsn != "" {
-			cleanupRealRun(env, cfg.SubjectPrefix, rb.runID)
-		}
-		env.Close()
-		os.RemoveAll(dir)
 	}
 	if err := waitRPCReady(ctx, env, done); err != nil {
 		closeEnv()
