@@ -36,6 +36,9 @@ type Config struct {
 	CommitTokenThreshold int
 	// KeepRecent is how many newest messages stay active after an automatic commit.
 	KeepRecent int
+	// IdleCommit is how long a session with uncommitted messages may go without a new turn
+	// before it is committed whole (a Go duration; "0" disables it). See IdleCommitDuration.
+	IdleCommit string
 	// BypassSessionPatterns are comma-separated glob patterns of session ids never captured.
 	BypassSessionPatterns string
 	// AgentPrefix prefixes OpenClaw agent ids (<prefix>_<id>) when set.
@@ -74,6 +77,7 @@ func Defaults() Config {
 		LogLevel:             "info",
 		CommitTokenThreshold: 20000,
 		KeepRecent:           10,
+		IdleCommit:           "30m",
 		RecallFusion:         "weighted",
 		RateLimit:            20,
 		RateBurst:            40,
@@ -142,6 +146,7 @@ func (c *Config) fields() []field {
 		{key: "insecure_no_auth", b: &c.InsecureNoAuth, help: "accept HTTP requests without an API key (loopback only)"},
 		{key: "commit_token_threshold", n: &c.CommitTokenThreshold, help: "pending tokens that trigger a commit (2000-200000)"},
 		{key: "keep_recent", n: &c.KeepRecent, help: "newest messages kept active after an automatic commit"},
+		{key: "idle_commit", str: &c.IdleCommit, help: `commit a session with no new turn for this long, e.g. "30m" ("0": never)`},
 		{key: "bypass_session_patterns", str: &c.BypassSessionPatterns, help: "comma-separated glob patterns of session ids never captured"},
 		{key: "agent_prefix", str: &c.AgentPrefix, help: "prefix of OpenClaw agent ids (<prefix>_<id>)"},
 		{key: "redact_patterns", str: &c.RedactPatterns, help: "extra comma-separated regular expressions redacted before storing"},
@@ -209,6 +214,30 @@ func loadLocation(tz string) (*time.Location, error) {
 		return time.Local, nil
 	}
 	return time.LoadLocation(tz)
+}
+
+// IdleCommitDuration is IdleCommit parsed; 0 (off) when it does not parse (Validate reports that).
+func (c Config) IdleCommitDuration() time.Duration {
+	d, err := parseIdleCommit(c.IdleCommit)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+func parseIdleCommit(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("not a duration like 30m or 90s: %q", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("must not be negative, got %s", s)
+	}
+	return d, nil
 }
 
 // Embedded reports whether this process runs the embedded NATS server (no NATSURL).

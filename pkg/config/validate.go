@@ -53,6 +53,9 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		bad("data_dir", "must not be empty")
 	}
+	if _, err := parseIdleCommit(c.IdleCommit); err != nil {
+		bad("idle_commit", "%v", err)
+	}
 	if err := checkHostPort(c.HTTPAddr); err != nil {
 		bad("http_addr", "%v", err)
 	}

@@ -8,6 +8,9 @@ const (
 	CommitSync    = "sync"
 	CommitStore   = "store"
 	CommitCompact = "compact"
+	// CommitIdle archives everything a session holds once it has had no new turn for the idle
+	// interval (ingest's idle sweep), so a short chat still becomes long-term memory.
+	CommitIdle = "idle"
 )
 
 // CommitRequest asks extract to archive a session up to Upto (a seq). Published to

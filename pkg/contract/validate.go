@@ -119,7 +119,7 @@ func (c *CommitRequest) Validate() error {
 		return invalid("account_id, user_id and session_id are required")
 	}
 	switch c.Kind {
-	case CommitAuto, CommitSync, CommitStore, CommitCompact:
+	case CommitAuto, CommitSync, CommitStore, CommitCompact, CommitIdle:
 	default:
 		return invalid("unknown kind %q", c.Kind)
 	}

@@ -300,6 +300,12 @@ func (s *Store) RequestCommit(ctx context.Context, subject func(account, session
 				return err
 			}
 		}
+		if req.Kind != contract.CommitAuto && (req.KeepRecent == nil || *req.KeepRecent == 0) {
+			// This commit archives everything: no idle commit is needed after it.
+			if _, err := tx.ExecContext(ctx, "UPDATE sessions SET idle_since_us = 0 WHERE account_id = ? AND session_id = ?", req.AccountID, req.SessionID); err != nil {
+				return err
+			}
+		}
 		payload, err := json.Marshal(req)
 		if err != nil {
 			return err

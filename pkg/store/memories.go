@@ -94,7 +94,10 @@ func (s *Store) SaveMemories(ctx context.Context, epoch int64, a Archive, mems [
 		if err := s.setArchiveMemories(ctx, tx, a.ID, counts); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE archives SET state = ?, updated_us = ? WHERE id = ?", StateExtracted, now, a.ID); err != nil {
+		// a.Abstract is extract's first abstract, so a synchronous commit can answer with one;
+		// the summarizer replaces it with the cumulative overview's abstract later.
+		if _, err := tx.ExecContext(ctx, "UPDATE archives SET state = ?, abstract = CASE WHEN abstract IS NULL OR abstract = '' THEN ? ELSE abstract END, updated_us = ? WHERE id = ?",
+			StateExtracted, a.Abstract, now, a.ID); err != nil {
 			return err
 		}
 		return s.insertOutbox(ctx, tx, events)

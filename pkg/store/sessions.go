@@ -31,9 +31,12 @@ type Session struct {
 	CommitThreshold     *int
 	KeepRecent          *int
 	SummarizedUpto      int64
-	Overview            string
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	// IdleSince is when the newest turn was stored while messages wait for an idle commit
+	// (zero: none wait); see RequestIdleCommits.
+	IdleSince time.Time
+	Overview  string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Message is a stored message. Content is the capture text (tool calls rendered, injected
@@ -155,6 +158,7 @@ func (s *Store) ApplyTurns(ctx context.Context, names bus.Names, defaultThreshol
 					continue
 				}
 				results[i].Stored++
+				cur.IdleSince = s.now()
 				cur.NextSeq++
 				cur.MessageCount++
 				cur.PendingTokens += int64(m.Tokens)
@@ -204,10 +208,10 @@ func (s *Store) finishSession(ctx context.Context, tx *sql.Tx, names bus.Names, 
 		}
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE sessions SET next_seq = ?, message_count = ?, pending_tokens = ?,
-		commit_requested_upto = ?, applied_turns_seq = ?, commit_threshold = ?, keep_recent = ?, updated_us = ?
+		commit_requested_upto = ?, applied_turns_seq = ?, commit_threshold = ?, keep_recent = ?, idle_since_us = ?, updated_us = ?
 		WHERE account_id = ? AND session_id = ?`,
 		cur.NextSeq, cur.MessageCount, cur.PendingTokens, cur.CommitRequestedUpto, cur.AppliedTurnsSeq,
-		nullInt(cur.CommitThreshold), nullInt(cur.KeepRecent), s.nowUS(), cur.AccountID, cur.SessionID)
+		nullInt(cur.CommitThreshold), nullInt(cur.KeepRecent), unixMicro(cur.IdleSince), s.nowUS(), cur.AccountID, cur.SessionID)
 	return err
 }
 
@@ -229,7 +233,7 @@ func (s *Store) lockSession(ctx context.Context, tx *sql.Tx, t Turn) (*Session, 
 
 const sessionCols = `account_id, session_id, user_id, agent_id, session_key, next_seq, message_count, pending_tokens,
 	commit_requested_upto, archived_upto, applied_turns_seq, epoch, commit_count, commit_threshold, keep_recent,
-	summarized_upto, overview, created_us, updated_us`
+	summarized_upto, idle_since_us, overview, created_us, updated_us`
 
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -244,10 +248,10 @@ func (s *Store) getSession(ctx context.Context, q querier, account, session stri
 	var x Session
 	var th, kr sql.NullInt64
 	var ov sql.NullString
-	var c, u int64
+	var c, u, idle int64
 	err := q.QueryRowContext(ctx, query, account, session).Scan(&x.AccountID, &x.SessionID, &x.UserID, &x.AgentID, &x.SessionKey,
 		&x.NextSeq, &x.MessageCount, &x.PendingTokens, &x.CommitRequestedUpto, &x.ArchivedUpto, &x.AppliedTurnsSeq,
-		&x.Epoch, &x.CommitCount, &th, &kr, &x.SummarizedUpto, &ov, &c, &u)
+		&x.Epoch, &x.CommitCount, &th, &kr, &x.SummarizedUpto, &idle, &ov, &c, &u)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -263,6 +267,9 @@ func (s *Store) getSession(ctx context.Context, q querier, account, session stri
 		x.KeepRecent = &v
 	}
 	x.Overview = ov.String
+	if idle > 0 {
+		x.IdleSince = time.UnixMicro(idle)
+	}
 	x.CreatedAt, x.UpdatedAt = time.UnixMicro(c), time.UnixMicro(u)
 	return &x, nil
 }
@@ -345,6 +352,14 @@ func (s *Store) tombstonedTx(ctx context.Context, q querier, account, user, sess
 	err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM tombstones WHERE account_id = ? AND user_id = ? AND (session_id = '' OR session_id = ?)",
 		account, user, session).Scan(&n)
 	return n > 0, err
+}
+
+// unixMicro is t in microseconds, 0 for the zero time.
+func unixMicro(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
 }
 
 func nullInt(p *int) any {

@@ -1,8 +1,11 @@
 package extract
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/lock"
@@ -125,6 +128,7 @@ func (s *Service) extract(ctx context.Context, epoch int64, a store.Archive) err
 			AccountID: a.AccountID, UserID: a.UserID, SessionID: a.SessionID, MemoryID: oldID, SupersededBy: newID,
 		}))
 	}
+	a.Abstract = archiveAbstract(msgs, out)
 	if err := s.d.Store.SaveMemories(ctx, epoch, a, out, supersede, events); err != nil {
 		return err
 	}
@@ -273,4 +277,30 @@ func (s *Service) index(ctx context.Context, epoch int64, a store.Archive) error
 	}
 	s.d.KickOutbox()
 	return nil
+}
+
+// archiveAbstract is the one-line abstract a commit answers with (≤ 256 chars): what the
+// archive taught, most important memories first, else the first thing the user said.
+func archiveAbstract(msgs []store.Message, mems []store.Memory) string {
+	byImportance := slices.Clone(mems)
+	slices.SortStableFunc(byImportance, func(x, y store.Memory) int { return cmp.Compare(y.Importance, x.Importance) })
+	var parts []string
+	for _, m := range byImportance {
+		if len(parts) == 3 {
+			break
+		}
+		parts = append(parts, strings.TrimRight(m.Text, ". "))
+	}
+	if len(parts) == 0 {
+		for _, m := range msgs {
+			if m.Role == "user" && strings.TrimSpace(m.Content) != "" {
+				parts = append(parts, m.Content)
+				break
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("%d archived messages", len(msgs))
+	}
+	return memory.Abstract(strings.Join(parts, "; ") + ".")
 }

@@ -12,6 +12,7 @@ func FromEnv(env *runtime.Env) (*Service, error) {
 	cfg.BypassSessionPatterns = config.SplitList(env.Config.BypassSessionPatterns)
 	cfg.AgentPrefix = env.Config.AgentPrefix
 	cfg.RedactPatterns = config.SplitList(env.Config.RedactPatterns)
+	cfg.IdleCommit = env.Config.IdleCommitDuration()
 	return New(cfg, Deps{
 		JS: env.JS, Names: env.Names, Store: env.Store, Sessions: env.Sessions, Metrics: env.Metrics("ingest"),
 		Logger: env.Logger.With("service", "ingest"), KickOutbox: env.Relay.Kick, Probes: env.Probes()[1:],

@@ -32,11 +32,15 @@ type Config struct {
 	BypassSessionPatterns []string // glob patterns of session ids never captured
 	AgentPrefix           string   // prefix of OpenClaw agent ids (<prefix>_<id>)
 	RedactPatterns        []string // extra regular expressions redacted before storing
+	// IdleCommit commits a session that holds uncommitted messages and has had no new turn for
+	// this long (kind idle, everything archived), so short chats become memory too. Default
+	// 30 minutes; 0 disables it.
+	IdleCommit time.Duration
 }
 
 // Defaults returns the defaults of SPEC §6.
 func Defaults() Config {
-	return Config{CommitTokenThreshold: 20000, Batch: 256, MaxFailures: 5, Workers: 2}
+	return Config{CommitTokenThreshold: 20000, Batch: 256, MaxFailures: 5, Workers: 2, IdleCommit: 30 * time.Minute}
 }
 
 // Validate names the bad key.
@@ -46,6 +50,9 @@ func (c Config) Validate() error {
 	}
 	if c.CommitTokenThreshold < contract.MinCommitTokenThreshold || c.CommitTokenThreshold > contract.MaxCommitTokenThreshold {
 		return fmt.Errorf("commit_token_threshold: must be %d–%d, got %d", contract.MinCommitTokenThreshold, contract.MaxCommitTokenThreshold, c.CommitTokenThreshold)
+	}
+	if c.IdleCommit < 0 {
+		return fmt.Errorf("idle_commit: must be 0 (off) or positive, got %s", c.IdleCommit)
 	}
 	return nil
 }
@@ -73,9 +80,9 @@ type Service struct {
 	runners []*bus.Runner
 	log     *slog.Logger
 
-	capture                                          *Capturer
-	stored, duplicates, skipped, commits, redactions func(float64)
-	batchLatency                                     func(float64)
+	capture                                                       *Capturer
+	stored, duplicates, skipped, commits, idleCommits, redactions func(float64)
+	batchLatency                                                  func(float64)
 }
 
 // New builds the service and its durable consumer.
@@ -100,6 +107,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	s.duplicates = m.Counter("ingest_messages_duplicate_total", "Duplicate messages acked without storing.").Add
 	s.skipped = m.Counter("ingest_events_skipped_total", "Events skipped (heartbeats, bypassed sessions, erased).").Add
 	s.commits = m.Counter("ingest_commit_requests_total", "Commit requests queued by the threshold.").Add
+	s.idleCommits = m.Counter("ingest_idle_commit_requests_total", "Commit requests queued for sessions idle longer than idle_commit.").Add
 	s.batchLatency = m.Histogram("ingest_batch_seconds", "Time to store one fetched batch.").Observe
 	outcomes := m.CounterVec("ingest_outcomes_total", "Runner outcomes per message.", "outcome")
 	probes := append([]bus.Probe{{Name: "sql", Check: deps.Store.Ping}}, deps.Probes...)
@@ -117,8 +125,13 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	return s, nil
 }
 
-// Run consumes until ctx is done, then drains every worker.
+// Run consumes until ctx is done, then drains every worker. The idle sweep runs beside them.
 func (s *Service) Run(ctx context.Context) error {
+	if s.cfg.IdleCommit > 0 {
+		sweepCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		go s.sweepIdle(sweepCtx)
+	}
 	errs := make(chan error, len(s.runners))
 	for _, r := range s.runners {
 		go func() { errs <- r.Run(ctx) }()
@@ -130,6 +143,40 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 	}
 	return first
+}
+
+// sweepIdle queues an idle commit for every session idle longer than IdleCommit. Every
+// replica sweeps; the store hands each idle session to one of them (RequestIdleCommits).
+func (s *Service) sweepIdle(ctx context.Context) {
+	every := min(max(s.cfg.IdleCommit/4, 100*time.Millisecond), 30*time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			reqs, err := s.deps.Store.RequestIdleCommits(ctx, s.deps.Names.Commits, time.Now().Add(-s.cfg.IdleCommit), 100)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Warn("idle commit sweep failed; retried at the next tick", "err", err)
+				}
+				break
+			}
+			for _, r := range reqs {
+				s.log.Debug("idle commit requested", "account", r.AccountID, "session", r.SessionID, "upto", r.Upto)
+			}
+			s.idleCommits(float64(len(reqs)))
+			if len(reqs) > 0 && s.deps.KickOutbox != nil {
+				s.deps.KickOutbox()
+			}
+			if len(reqs) < 100 {
+				break
+			}
+		}
+	}
 }
 
 // handleBatch decodes every message, rejects the bad ones permanently (the rest of the batch

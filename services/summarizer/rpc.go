@@ -42,12 +42,17 @@ func (s *Service) handleSummaryRPC(ctx context.Context, account string, req micr
 var ErrBadRequest = errors.New("bad summary request")
 
 // Summary returns the stored digest of the request's user (or agent) for the bucket of
-// period containing date (in the configured time zone); store.ErrNotFound when there is none.
+// period containing date (in the configured time zone; today when empty); store.ErrNotFound,
+// naming the bucket and when its digest is built, when there is none yet.
 func (s *Service) Summary(ctx context.Context, account string, r contract.SummaryRequest) (contract.SummaryResponse, error) {
 	if r.UserID == "" {
 		return contract.SummaryResponse{}, fmt.Errorf("%w: user_id is required", ErrBadRequest)
 	}
-	day, err := time.ParseInLocation(time.DateOnly, r.Date, s.cfg.Location)
+	date := r.Date
+	if date == "" {
+		date = s.d.Now().In(s.cfg.Location).Format(time.DateOnly) // today, where the digests are cut
+	}
+	day, err := time.ParseInLocation(time.DateOnly, date, s.cfg.Location)
 	if err != nil {
 		return contract.SummaryResponse{}, fmt.Errorf("%w: date %q is not YYYY-MM-DD", ErrBadRequest, r.Date)
 	}
@@ -60,7 +65,8 @@ func (s *Service) Summary(ctx context.Context, account string, r contract.Summar
 	d, err := s.d.Store.GetDigest(ctx, account, r.UserID, r.AgentID, span.Period, span.Bucket)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return contract.SummaryResponse{}, fmt.Errorf("no %s digest %s: %w", span.Period, span.Bucket, store.ErrNotFound)
+			return contract.SummaryResponse{}, fmt.Errorf("no %s digest for %s yet (a digest is built by the scheduled job after its period ends): %w",
+				span.Period, span.Bucket, store.ErrNotFound)
 		}
 		return contract.SummaryResponse{}, err
 	}

@@ -50,6 +50,7 @@ export const DEFAULTS = Object.freeze({
 });
 
 const ACCOUNT_RE = /^[a-z0-9_-]{1,64}$/;
+const ENV_REF_RE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 const PREFIX_RE = /^[a-z0-9_-]+$/;
 const AGENT_PREFIX_RE = /^[A-Za-z0-9_-]{0,32}$/;
 
@@ -66,7 +67,13 @@ export function resolveConfig(raw, env = process.env) {
   /** @type {string[]} */
   const problems = [];
   const str = (/** @type {string} */ key, /** @type {string | undefined} */ envValue, /** @type {string} */ def) => {
-    const v = r[key];
+    let v = r[key];
+    // OpenClaw substitutes ${VAR} in its config and leaves the literal when VAR is unset.
+    const ref = typeof v === "string" ? ENV_REF_RE.exec(v) : null;
+    if (ref) {
+      v = env[ref[1]];
+      if (!v) problems.push(`${key}: environment variable ${ref[1]} is not set`);
+    }
     if (typeof v === "string" && v !== "") return v;
     if (v !== undefined && typeof v !== "string") problems.push(`${key}: expected a string`);
     return envValue || def;
@@ -149,13 +156,29 @@ export function resolveConfig(raw, env = process.env) {
 }
 
 /**
- * Whether a session id matches one of the glob patterns (`*` any run, `?` one character), as
- * ingest's bypassSessionPatterns.
- * @param {string} sessionId @param {string[]} patterns @returns {boolean}
+ * Compiles one bypass pattern, in the glob dialect of OpenViking's OpenClaw plugin: `*` matches
+ * within one ":"-separated segment of a session key, `**` across segments, `?` one character of
+ * a segment; the whole key must match.
+ * @param {string} pattern @returns {RegExp}
  */
-export function bypassed(sessionId, patterns) {
-  return patterns.some((p) => {
-    const re = new RegExp("^" + p.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".") + "$");
-    return re.test(sessionId);
-  });
+export function compileSessionPattern(pattern) {
+  const body = pattern
+    .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+    .replace(/\*\*/g, "\u0000")
+    .replace(/\*/g, "[^:]*")
+    .replace(/\?/g, "[^:]")
+    .replace(/\u0000/g, ".*");
+  return new RegExp(`^${body}$`);
+}
+
+/**
+ * Whether a session is bypassed (never captured, recalled, assembled or compacted by membus):
+ * its session key — or its session id when the host gave no key — matches a pattern.
+ * @param {{ sessionKey?: string, sessionId?: string }} ref @param {string[]} patterns @returns {boolean}
+ */
+export function bypassed(ref, patterns) {
+  if (!patterns.length) return false;
+  const candidate = (ref.sessionKey ?? "").trim() || (ref.sessionId ?? "").trim();
+  if (!candidate) return false;
+  return patterns.some((p) => compileSessionPattern(p).test(candidate));
 }

@@ -7,6 +7,32 @@ import { CONTEXT_MARKER, contentText, stripInjected } from "./messages.js";
 export const ENGINE_ID = "membus";
 const RECALL_MARKER = "<relevant-memories";
 const MAX_QUERY_CHARS = 4000;
+/** How long a recall answer is reused for the same session and query (one turn's model calls). */
+const RECALL_CACHE_MS = 120_000;
+/** System event lines the host puts in front of a prompt ("System: [ts] ⚙️ Compacted …"). */
+const SYSTEM_EVENT_LINE_RE = /^System: \[[^\]]*\].*$/gm;
+
+/**
+ * The recall query of a prompt or user message: injected blocks and host system-event lines
+ * stripped, at most 4000 characters.
+ * @param {string} text @returns {string}
+ */
+export function cleanQuery(text) {
+  return stripInjected(String(text ?? "").replace(SYSTEM_EVENT_LINE_RE, "")).trim().slice(0, MAX_QUERY_CHARS);
+}
+
+/** @param {any[]} messages @returns {boolean} true when the newest message is a tool result */
+function isToolLoop(messages) {
+  const last = messages[messages.length - 1];
+  return last?.role === "toolResult" || last?.role === "tool";
+}
+
+/** @param {Map<string, { block: string, at: number }>} cache @param {string} key @param {{ block: string, at: number }} v */
+function rememberRecall(cache, key, v) {
+  cache.delete(key);
+  cache.set(key, v);
+  while (cache.size > 256) cache.delete(cache.keys().next().value);
+}
 
 /** @param {any[]} messages @returns {number} rough token estimate (4 characters a token) */
 export function estimateTokens(messages) {
@@ -51,35 +77,55 @@ export function createEngine(rt, opts = {}) {
   });
 
   /**
-   * Auto-recall: the recall block goes in front of the latest user message, once.
-   * @param {ReturnType<typeof rt.sessionRef>} s @param {any[]} messages @returns {Promise<any[]>}
+   * The recall block for a query, or "" (nothing relevant, auto-recall off, query too short).
+   * One RPC per (session, query) within RECALL_CACHE_MS: the host assembles before every model
+   * call of a turn (tool loops, retries) with the same prompt, and recalls once.
+   * @param {ReturnType<typeof rt.sessionRef>} s @param {string} rawQuery @returns {Promise<string>}
    */
-  async function injectRecall(s, messages) {
-    if (!config.autoRecall) return messages;
-    const i = latestUserIndex(messages);
-    if (i < 0) return messages;
-    const raw = contentText(messages[i].content);
-    if (raw.includes(RECALL_MARKER)) return messages; // injected already (double-injection guard)
-    const query = stripInjected(raw).slice(0, MAX_QUERY_CHARS);
-    if (query.length < 5) return messages;
+  async function recallBlock(s, rawQuery) {
+    if (!config.autoRecall) return "";
+    const query = cleanQuery(rawQuery);
+    if (query.length < 5) return "";
+    const key = `${s.storageId}\x1f${query}`;
+    const hit = rt.recallCache.get(key);
+    if (hit && rt.now().getTime() - hit.at < RECALL_CACHE_MS) return hit.block;
     const resp = await rt.rpc("recall", {
       user_id: config.user, agent_id: s.agentId, session_id: s.storageId, query,
       limit: config.recallLimit, score_threshold: config.recallScoreThreshold,
       max_injected_chars: config.recallMaxInjectedChars, prefer_abstract: config.recallPreferAbstract,
     }, config.timeouts.recallMs);
     const block = typeof resp?.block === "string" ? resp.block.trim() : "";
+    stats.recalls++;
+    if (block) stats.injected++;
+    rememberRecall(rt.recallCache, key, { block, at: rt.now().getTime() });
+    return block;
+  }
+
+  /**
+   * Auto-recall where the host assembles without a prompt (runners without durable turns): the
+   * block goes in front of the latest user message, once; a tool loop (newest message is a tool
+   * result) recalls nothing new.
+   * @param {ReturnType<typeof rt.sessionRef>} s @param {any[]} messages @returns {Promise<any[]>}
+   */
+  async function injectRecall(s, messages) {
+    if (!config.autoRecall || isToolLoop(messages)) return messages;
+    const i = latestUserIndex(messages);
+    if (i < 0) return messages;
+    const raw = contentText(messages[i].content);
+    if (raw.includes(RECALL_MARKER)) return messages; // injected already (double-injection guard)
+    const block = await recallBlock(s, stripInjected(raw));
     if (!block) return messages;
-    stats.injected++;
     const out = messages.slice();
     out[i] = prependText(messages[i], block);
     return out;
   }
 
   /**
-   * Full context (preflight call with a prompt): membus's summary and archive index in front
-   * of the newest host messages that fit the budget. The host transcript stays the truth for
-   * recent messages; membus supplies what was archived.
+   * Full context: membus's summary and archive index in front of the newest host messages that
+   * fit the budget. The host transcript stays the truth for recent messages; membus supplies what
+   * was archived. Returns null when membus has nothing to add for this session.
    * @param {ReturnType<typeof rt.sessionRef>} s @param {any[]} messages @param {number | undefined} tokenBudget
+   * @returns {Promise<{ messages: any[], systemPromptAddition?: string } | null>}
    */
   async function fullContext(s, messages, tokenBudget) {
     const budget = typeof tokenBudget === "number" && tokenBudget > 0 ? Math.floor(tokenBudget) : 128000;
@@ -93,7 +139,9 @@ export function createEngine(rt, opts = {}) {
     const summary = typeof ctx?.summary === "string" ? ctx.summary.trim() : "";
     const index = Array.isArray(ctx?.archive_index) ? ctx.archive_index : [];
     const addition = typeof ctx?.system_prompt_addition === "string" && ctx.system_prompt_addition ? ctx.system_prompt_addition : undefined;
-    if (!summary && !index.length) return { messages, systemPromptAddition: addition };
+    // A new conversation (nothing in the host's history, e.g. after /new, which keeps the
+    // session id) starts clean: long-term memories come through recall, not the old summary.
+    if ((!summary && !index.length) || !messages.length) return { messages, systemPromptAddition: addition };
     const lines = [CONTEXT_MARKER, "<membus-context>"];
     if (summary) lines.push(summary);
     if (index.length) {
@@ -114,8 +162,52 @@ export function createEngine(rt, opts = {}) {
     while (start < messages.length && messages[start]?.role !== "user") start++; // open on a user turn
     const tail = messages.slice(start);
     if (tail.length && tail[0].role === "user") tail[0] = prependText(tail[0], head);
-    else tail.unshift({ role: "user", content: head, timestamp: Date.now() });
+    else tail.unshift({ role: "user", content: head, timestamp: rt.now().getTime() });
     return { messages: tail, systemPromptAddition: addition };
+  }
+
+  /**
+   * assemble as OpenClaw's embedded runner calls it: with the turn's prompt, once before the
+   * model input is built (preflight: its messages become the history and its
+   * systemPromptAddition joins the system prompt for the whole turn) and again before every model
+   * call of the tool loop, whose `messages` are the preflight's own output and whose
+   * systemPromptAddition is ignored. So: the context block goes into the history once (a history
+   * that carries it already is left alone), and the recall block for the prompt goes into the
+   * system prompt addition, recalled once per prompt.
+   * @param {ReturnType<typeof rt.sessionRef>} s @param {any[]} messages @param {string} prompt @param {number | undefined} tokenBudget
+   */
+  async function assembleForPrompt(s, messages, prompt, tokenBudget) {
+    let out = messages;
+    let addition;
+    if (!messages.some((m) => contentText(m?.content).includes(CONTEXT_MARKER))) {
+      const full = await fullContext(s, messages, tokenBudget);
+      if (full) {
+        out = full.messages;
+        addition = full.systemPromptAddition;
+      }
+    }
+    let block = "";
+    try {
+      block = await recallBlock(s, prompt);
+    } catch (err) {
+      rt.fail("recall", err); // the turn goes on without memories
+      stats.passthrough++;
+    }
+    /** @type {any} */
+    const res = { messages: out, estimatedTokens: estimateTokens(out) };
+    const sys = [addition, block].filter(Boolean).join("\n\n");
+    if (sys) res.systemPromptAddition = sys;
+    return res;
+  }
+
+  /** OpenClaw's own compaction, for sessions membus does not own or cannot reach. @param {any} params @param {string} [why] */
+  async function delegateOrFail(params, why = "") {
+    try {
+      return await delegate(params);
+    } catch (derr) {
+      rt.fail("compact.delegate", derr);
+      return { ok: false, compacted: false, reason: `${why}runtime compaction failed: ${errText(derr)}` };
+    }
   }
 
   /** @type {import("openclaw/plugin-sdk/agent-harness-runtime").HarnessContextEngine} */
@@ -208,15 +300,9 @@ export function createEngine(rt, opts = {}) {
       const messages = Array.isArray(params.messages) ? params.messages : [];
       try {
         const s = rt.sessionRef(params);
+        if (rt.bypassed(s)) return { messages, estimatedTokens: estimateTokens(messages) };
         if (typeof params.prompt === "string" && params.prompt.length > 0) {
-          const full = await fullContext(s, messages, params.tokenBudget);
-          if (full) {
-            /** @type {any} */
-            const res = { messages: full.messages, estimatedTokens: estimateTokens(full.messages) };
-            if (full.systemPromptAddition) res.systemPromptAddition = full.systemPromptAddition;
-            return res;
-          }
-          return { messages, estimatedTokens: estimateTokens(messages) };
+          return await assembleForPrompt(s, messages, params.prompt, params.tokenBudget);
         }
         const out = await injectRecall(s, messages);
         return { messages: out, estimatedTokens: estimateTokens(out) };
@@ -229,6 +315,7 @@ export function createEngine(rt, opts = {}) {
 
     async compact(params) {
       const s = rt.sessionRef(params);
+      if (rt.bypassed(s)) return delegateOrFail(params); // membus leaves this session to the host
       try {
         if (rt.pending.length) await rt.flushPending();
         const res = await rt.rpc("commit", {
@@ -239,12 +326,7 @@ export function createEngine(rt, opts = {}) {
       } catch (err) {
         rt.fail("compact", err);
         stats.passthrough++;
-        try {
-          return await delegate(params);
-        } catch (derr) {
-          rt.fail("compact.delegate", derr);
-          return { ok: false, compacted: false, reason: `membus unreachable and runtime compaction failed: ${errText(derr)}` };
-        }
+        return delegateOrFail(params, "membus unreachable and ");
       }
     },
 

@@ -1,9 +1,14 @@
 // Registration, separated from the SDK entry so tests can drive it with a fake plugin api.
+import { randomUUID } from "node:crypto";
+import { registerMembusCli } from "./cli.js";
 import { resolveConfig } from "./config.js";
 import { ENGINE_ID, createEngine } from "./engine.js";
 import { createRuntime } from "./runtime.js";
 import { TOOL_NAMES, createTools } from "./tools.js";
 import { createNatsTransport } from "./transport.js";
+
+/** session_end reasons after which the conversation is over: its messages become memory now. */
+export const COMMIT_ON_END = Object.freeze(["new", "reset", "idle", "daily"]);
 
 /**
  * @param {{ transport?: import("./transport.js").Transport, delegateCompaction?: (p: any) => Promise<any>, env?: Record<string, string | undefined> }} [overrides]
@@ -16,14 +21,23 @@ export function createPlugin(overrides = {}) {
     runtime: () => rt,
     /** @param {any} api the OpenClaw plugin api */
     register(api) {
+      const mode = api.registrationMode ?? "full";
+      const env = overrides.env ?? process.env;
+      // `openclaw membus …`: its descriptors are needed even when only CLI metadata is loaded,
+      // where the runtime (and so NATS) is off limits.
+      api.registerCli?.((/** @type {any} */ ctx) => registerMembusCli({ ...ctx, api, env }), {
+        descriptors: [{ name: "membus", description: "Set up and check the membus memory engine", hasSubcommands: true }],
+      });
+      if (mode === "cli-metadata" || mode === "setup-only") return;
+
       const logger = {
         info: (/** @type {string} */ m) => api.logger?.info?.(m),
         warn: (/** @type {string} */ m) => api.logger?.warn?.(m),
         debug: (/** @type {string} */ m) => api.logger?.debug?.(m),
       };
-      const { config, problems } = resolveConfig(api.pluginConfig, overrides.env ?? process.env);
+      const { config, problems } = resolveConfig(api.pluginConfig, env);
       for (const p of problems) logger.warn(`membus: config ${p} (using the default)`);
-      const transport = overrides.transport ?? createNatsTransport(config, logger);
+      const transport = overrides.transport ?? createNatsTransport(config, logger); // connects on first use
       const runtime = createRuntime({ config, transport, logger });
       rt = runtime;
       api.registerContextEngine(ENGINE_ID, () => createEngine(runtime, { delegateCompaction: overrides.delegateCompaction }));
@@ -31,6 +45,46 @@ export function createPlugin(overrides = {}) {
         api.registerTool((/** @type {any} */ ctx) => createTools(runtime, ctx ?? {}).find((t) => t.name === name), { name });
       }
       api.lifecycle?.onDispose?.(() => transport.close());
+      if (mode !== "full") return;
+
+      // Every session becomes memory: when the host ends a conversation (/new, /reset, idle or
+      // daily rollover), commit what membus holds of it. The hooks are fire-and-forget on the
+      // host's side; the commit runs on the server (wait: false). membus's idle commit catches
+      // sessions that end without a hook (`openclaw agent --local`, a process that stops).
+      api.on?.("session_end", async (/** @type {any} */ ev, /** @type {any} */ ctx) => {
+        if (!COMMIT_ON_END.includes(ev?.reason)) return;
+        await commitSession(runtime, { sessionId: ev?.sessionId ?? ctx?.sessionId, sessionKey: ev?.sessionKey ?? ctx?.sessionKey, agentId: ctx?.agentId }, `session_end:${ev?.reason}`);
+      });
+      api.on?.("before_reset", async (/** @type {any} */ _ev, /** @type {any} */ ctx) => {
+        await commitSession(runtime, { sessionId: ctx?.sessionId, sessionKey: ctx?.sessionKey, agentId: ctx?.agentId }, "before_reset");
+      });
     },
   };
+}
+
+/**
+ * Commits a session whole (archive + extraction on the server) without waiting for it. Never
+ * throws: a failure is logged and counted, and the server's idle commit still catches the session.
+ * @param {import("./runtime.js").Runtime} rt
+ * @param {{ sessionId?: string, sessionKey?: string, agentId?: string }} ref
+ * @param {string} why
+ * @returns {Promise<any>} the CommitResult, or null
+ */
+export async function commitSession(rt, ref, why) {
+  try {
+    if (!ref.sessionId && !ref.sessionKey) return null;
+    const s = rt.sessionRef({ sessionId: ref.sessionId ?? "", sessionKey: ref.sessionKey, agentId: ref.agentId });
+    if (rt.skipCapture(s)) return null;
+    if (rt.pending.length) await rt.flushPending();
+    const res = await rt.rpc("commit", {
+      request_id: `end-${randomUUID()}`, user_id: rt.config.user, agent_id: s.agentId, session_id: s.storageId,
+      kind: "sync", wait: false, keep_recent: 0,
+    }, rt.config.timeouts.commitMs);
+    rt.stats.sessionCommits++;
+    rt.logger.debug?.(`membus: ${why}: session ${s.storageId} committed (${res?.status ?? "?"})`);
+    return res;
+  } catch (err) {
+    rt.fail(`commit.${why}`, err);
+    return null;
+  }
 }

@@ -24,7 +24,9 @@ export const MAX_EVENT_BYTES = 900 * 1024;
  * @property {number} queued events held while membus was unreachable
  * @property {number} dropped queued events dropped (queue full)
  * @property {number} passthrough engine calls answered without membus
+ * @property {number} recalls recall RPCs made by auto-recall
  * @property {number} injected recall blocks injected
+ * @property {number} sessionCommits sessions committed when the host ended them
  * @property {Record<string, number>} errors failures per operation
  */
 
@@ -37,7 +39,9 @@ export function createRuntime(deps) {
   const { config, transport, logger } = deps;
   const now = deps.now ?? (() => new Date());
   /** @type {Stats} */
-  const stats = { published: 0, duplicates: 0, queued: 0, dropped: 0, passthrough: 0, injected: 0, errors: {} };
+  const stats = { published: 0, duplicates: 0, queued: 0, dropped: 0, passthrough: 0, recalls: 0, injected: 0, sessionCommits: 0, errors: {} };
+  /** @type {Map<string, { block: string, at: number }>} recall answers of recent prompts (see engine.recallBlock) */
+  const recallCache = new Map();
   /** @type {{ subject: string, payload: any, msgId: string }[]} */
   const pending = [];
   /** advancement keys committed by this process (idempotence without a round trip) */
@@ -68,9 +72,14 @@ export function createRuntime(deps) {
     };
   }
 
+  /** @param {SessionRef} s @returns {boolean} true when membus leaves this session alone (bypassSessionPatterns) */
+  function isBypassed(s) {
+    return bypassed({ sessionKey: s.key, sessionId: s.rawId }, config.bypassSessionPatterns);
+  }
+
   /** @param {SessionRef} s @returns {boolean} true when this session is never captured */
   function skipCapture(s) {
-    return !config.autoCapture || !s.rawId || bypassed(s.storageId, config.bypassSessionPatterns) || bypassed(s.rawId, config.bypassSessionPatterns);
+    return !config.autoCapture || !s.rawId || isBypassed(s);
   }
 
   async function flushPending() {
@@ -164,7 +173,7 @@ export function createRuntime(deps) {
 
   return {
     config, transport, logger, stats, pending, committedKeys, commitTurnSessions, now,
-    fail, sessionRef, skipCapture, publishTurn, flushPending, rpc, isUnavailable,
+    fail, sessionRef, skipCapture, bypassed: isBypassed, publishTurn, flushPending, rpc, isUnavailable, recallCache,
   };
 }
 

@@ -49,9 +49,27 @@ test("bad values fall back to the default and are reported, never thrown", () =>
   assert.equal(problems.length, 4);
 });
 
-test("bypass patterns are globs", () => {
-  assert.equal(bypassed("cron-123", ["cron-*"]), true);
-  assert.equal(bypassed("chat-1", ["cron-*"]), false);
-  assert.equal(bypassed("a.b", ["a?b"]), true);
-  assert.equal(bypassed("axxb", ["a.b"]), false);
+test("bypass patterns match the session key (else the id) in OpenViking's glob dialect", () => {
+  const cases = [
+    ["* stays inside one segment", { sessionKey: "agent:main:cron:nightly" }, ["agent:*:cron"], false],
+    ["** spans segments", { sessionKey: "agent:main:cron:nightly:run:1" }, ["agent:*:cron:**"], true],
+    ["* matches one whole segment", { sessionKey: "agent:coder:main" }, ["agent:*:main"], true],
+    ["the key wins over the id", { sessionKey: "agent:main:main", sessionId: "cron-1" }, ["cron-*"], false],
+    ["no key: the id is matched", { sessionId: "cron-123" }, ["cron-*"], true],
+    ["no key, other id", { sessionId: "chat-1" }, ["cron-*"], false],
+    ["? is one character", { sessionId: "a.b" }, ["a?b"], true],
+    ["regex characters are literal", { sessionId: "axxb" }, ["a.b"], false],
+    ["no patterns", { sessionKey: "agent:main:main" }, [], false],
+    ["no key and no id", {}, ["**"], false],
+  ];
+  for (const [name, ref, patterns, want] of cases) assert.equal(bypassed(ref, patterns), want, name);
+});
+
+test("an unresolved ${VAR} reference counts as unset and says which variable", () => {
+  const { config, problems } = resolveConfig({ token: "${MEMBUS_TOKEN_X}" }, {});
+  assert.equal(config.token, undefined);
+  assert.match(problems.join("\n"), /MEMBUS_TOKEN_X is not set/);
+  const set = resolveConfig({ token: "${MEMBUS_TOKEN_X}" }, { MEMBUS_TOKEN_X: "s3cret" });
+  assert.equal(set.config.token, "s3cret");
+  assert.deepEqual(set.problems, []);
 });

@@ -229,3 +229,109 @@ test("membus unreachable (real NATS client, closed port): no method throws, host
   assert.ok(Date.now() - t0 < 5000, "a down membus is detected fast (fail-fast window after a failed connect)");
   await api.disposers[0]();
 });
+
+test("assemble as the embedded runner calls it: one recall per prompt into the system prompt, the context block once", async () => {
+  const ctx = { v: 1, messages: [], summary: "The user planned a trip.", archive_index: [], system_prompt_addition: "Search the archive first.", estimated_tokens: 50 };
+  const { transport, engine, stats } = setup({ handlers: { context: () => ctx, recall: () => ({ v: 1, items: [], block: BLOCK, degraded: false }) } });
+  const history = [user("q1"), assistant("a1")];
+  const prompt = "What is my dog's name?";
+  // Preflight: the history (the current prompt is not in it) and the prompt.
+  const pre = await engine.assemble({ sessionId: "chat-1", sessionKey: "agent:main:main", messages: history, tokenBudget: 50000, prompt });
+  assert.equal(pre.systemPromptAddition, `Search the archive first.\n\n${BLOCK}`);
+  assert.equal(pre.messages.length, 2);
+  assert.match(pre.messages[0].content, /^\[membus context\][\s\S]*The user planned a trip\.[\s\S]*q1$/);
+  const recall = transport.requests.find((r) => r.op === "recall");
+  assert.equal(recall.body.query, prompt);
+  // Tool loop: the host passes the preflight's output back with the same prompt, before every model call.
+  for (let i = 0; i < 3; i++) {
+    const loop = await engine.assemble({ sessionId: "chat-1", sessionKey: "agent:main:main", messages: pre.messages, tokenBudget: 40000, prompt });
+    assert.deepEqual(loop.messages, pre.messages, "the context block is not added a second time");
+    assert.equal(loop.messages.filter((m) => String(m.content).includes("[membus context]")).length, 1);
+  }
+  assert.equal(transport.requests.filter((r) => r.op === "recall").length, 1, "one recall for the turn");
+  assert.equal(transport.requests.filter((r) => r.op === "context").length, 1);
+  assert.equal(stats.recalls, 1);
+  // The next turn (a new prompt) recalls again.
+  await engine.assemble({ sessionId: "chat-1", sessionKey: "agent:main:main", messages: history, tokenBudget: 50000, prompt: "And my cat's?" });
+  assert.equal(transport.requests.filter((r) => r.op === "recall").length, 2);
+});
+
+test("assemble with a prompt: a new conversation gets no old summary; host system-event lines are not the query", async () => {
+  const ctx = { v: 1, messages: [], summary: "Old summary.", archive_index: [], system_prompt_addition: "", estimated_tokens: 5 };
+  const { transport, engine } = setup({ handlers: { context: () => ctx, recall: () => ({ v: 1, items: [], block: BLOCK, degraded: false }) } });
+  const r = await engine.assemble({ sessionId: "chat-1", messages: [], tokenBudget: 50000, prompt: "System: [2026-12-01 10:00] ⚙️ Compacted (1k → 200)\nWhere do I live?" });
+  assert.deepEqual(r.messages, []);
+  assert.equal(r.systemPromptAddition, BLOCK);
+  assert.equal(transport.requests.find((x) => x.op === "recall").body.query, "Where do I live?");
+});
+
+test("assemble with a prompt: a failed recall leaves the turn alone (counted), the context still applies", async () => {
+  const ctx = { v: 1, messages: [], summary: "", archive_index: [], system_prompt_addition: "Search the archive first.", estimated_tokens: 5 };
+  const { engine, stats } = setup({ handlers: { context: () => ctx } });
+  const msgs = [user("q1"), assistant("a1")];
+  const r = await engine.assemble({ sessionId: "chat-1", messages: msgs, tokenBudget: 50000, prompt: "Where do I live?" });
+  assert.deepEqual(r.messages, msgs);
+  assert.equal(r.systemPromptAddition, "Search the archive first.");
+  assert.equal(stats.errors.recall, 1);
+});
+
+test("assemble without a prompt in a tool loop recalls nothing new", async () => {
+  const { transport, engine } = setup({ handlers: { recall: () => ({ v: 1, items: [], block: BLOCK, degraded: false }) } });
+  const msgs = [user("What is my dog's name?"), { role: "assistant", content: [{ type: "toolCall", id: "t1", name: "memory_recall", arguments: {} }], timestamp: 2 },
+    { role: "toolResult", toolCallId: "t1", toolName: "memory_recall", content: [{ type: "text", text: "Rex" }], timestamp: 3 }];
+  const r = await engine.assemble({ sessionId: "chat-1", messages: msgs });
+  assert.deepEqual(r.messages, msgs);
+  assert.equal(transport.requests.length, 0);
+});
+
+test("bypassed sessions (by session key): no capture, no recall, no context, compact goes to the runtime", async () => {
+  const { transport, engine, delegated } = setup({
+    pluginConfig: { bypassSessionPatterns: ["agent:*:cron:**"] },
+    handlers: { recall: () => ({ v: 1, items: [], block: BLOCK, degraded: false }), context: () => ({ v: 1, summary: "x", archive_index: [] }) },
+  });
+  const ref = { sessionId: "run-1", sessionKey: "agent:main:cron:nightly:run:1" };
+  const msgs = [user("What is my dog's name?")];
+  assert.deepEqual((await engine.assemble({ ...ref, messages: msgs, prompt: "What is my dog's name?" })).messages, msgs);
+  assert.deepEqual((await engine.assemble({ ...ref, messages: msgs })).messages, msgs);
+  await engine.commitTurn({ ...ref, advancementKey: "k-b", admission: {}, terminal: {}, messages: msgs });
+  await engine.compact({ ...ref });
+  assert.equal(transport.requests.length, 0);
+  assert.equal(transport.published.length, 0);
+  assert.equal(delegated.length, 1);
+});
+
+test("session_end (new, reset, idle, daily) and before_reset commit the session whole; other reasons do not", async () => {
+  const { transport, api, stats } = setup({ handlers: { commit: () => ({ v: 1, ok: true, status: "accepted", compacted: false, memories: {}, tokens_before: 0, tokens_after: 0 }) } });
+  const end = api.hooks.get("session_end");
+  const reset = api.hooks.get("before_reset");
+  assert.equal(typeof end, "function");
+  assert.equal(typeof reset, "function");
+  for (const reason of ["new", "reset", "idle", "daily"]) {
+    await end({ sessionId: "chat-1", sessionKey: "agent:main:main", messageCount: 4, reason }, { agentId: "main", sessionId: "chat-1", sessionKey: "agent:main:main" });
+  }
+  for (const reason of ["shutdown", "restart", "compaction", "deleted", undefined]) {
+    await end({ sessionId: "chat-1", sessionKey: "agent:main:main", messageCount: 4, reason }, {});
+  }
+  await reset({ reason: "reset" }, { agentId: "main", sessionId: "chat-2", sessionKey: "agent:main:telegram:9" });
+  const commits = transport.requests.filter((r) => r.op === "commit");
+  assert.equal(commits.length, 5);
+  for (const c of commits) {
+    assert.equal(c.body.kind, "sync");
+    assert.equal(c.body.wait, false);
+    assert.equal(c.body.keep_recent, 0);
+  }
+  assert.equal(commits[0].body.session_id, sum("agent:main:main"));
+  assert.equal(commits[4].body.session_id, sum("agent:main:telegram:9"));
+  assert.equal(stats.sessionCommits, 5);
+});
+
+test("cli-metadata registration: the CLI only (no runtime, no NATS, no engine)", () => {
+  const api = fakeApi({}, "cli-metadata");
+  const plugin = createPlugin({ env: {} });
+  plugin.register(api);
+  assert.equal(api.clis.length, 1);
+  assert.deepEqual(api.clis[0].opts.descriptors.map((d) => d.name), ["membus"]);
+  assert.equal(api.engines.size, 0);
+  assert.equal(api.tools.length, 0);
+  assert.equal(plugin.runtime(), null);
+});

@@ -29,15 +29,20 @@ export function fakeTransport(handlers = {}) {
   };
 }
 
-export function fakeApi(pluginConfig = {}) {
+export function fakeApi(pluginConfig = {}, registrationMode = "full") {
   const engines = new Map();
   const tools = [];
   const logs = [];
   const disposers = [];
+  const hooks = new Map();
+  const clis = [];
   return {
-    engines, tools, logs, disposers,
+    engines, tools, logs, disposers, hooks, clis,
     id: "membus",
+    registrationMode,
     pluginConfig,
+    on(name, handler) { hooks.set(name, handler); },
+    registerCli(registrar, opts) { clis.push({ registrar, opts }); },
     logger: {
       info: (m) => logs.push(["info", m]),
       warn: (m) => logs.push(["warn", m]),

@@ -1,0 +1,50 @@
+// `openclaw membus setup` / `status`: the config they write and the report they print.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { applySetup, formatStatus, setupEntry, status } from "../../src/cli.js";
+import { fakeTransport } from "./helpers.js";
+import { MembusError } from "../../src/transport.js";
+
+test("setup writes the entry, takes the context-engine slot and turns the memory slot off", () => {
+  const draft = { plugins: { entries: { membus: { enabled: false, config: { recallLimit: 9 } }, other: { enabled: true } }, slots: { memory: "memory-core" } }, agents: {} };
+  applySetup(draft, { natsUrl: "nats://127.0.0.1:4222", token: "${MEMBUS_NATS_TOKEN}" }, { keepMemoryCore: false });
+  assert.deepEqual(draft.plugins.entries.membus, { enabled: true, config: { recallLimit: 9, natsUrl: "nats://127.0.0.1:4222", token: "${MEMBUS_NATS_TOKEN}" } });
+  assert.deepEqual(draft.plugins.slots, { memory: "none", contextEngine: "membus" });
+  assert.deepEqual(draft.plugins.entries.other, { enabled: true }, "other plugins are left alone");
+  const kept = applySetup({}, { natsUrl: "nats://h:1" }, { keepMemoryCore: true });
+  assert.deepEqual(kept.plugins.slots, { contextEngine: "membus" });
+});
+
+test("setup options: the token from a file, bad values named, token and file exclusive", () => {
+  const dir = mkdtempSync(join(tmpdir(), "membus-cli-"));
+  writeFileSync(join(dir, "nats.token"), "tok-123\n");
+  assert.deepEqual(setupEntry({ natsUrl: "nats://h:4222", tokenFile: join(dir, "nats.token"), account: "acme", user: "alice" }),
+    { natsUrl: "nats://h:4222", token: "tok-123", account: "acme", user: "alice" });
+  assert.throws(() => setupEntry({ token: "a", tokenFile: "b" }), /not both/);
+  assert.throws(() => setupEntry({ tokenFile: join(dir, "missing") }), /read --token-file/);
+  assert.throws(() => setupEntry({ account: "Not Valid" }), /account: must be/);
+});
+
+test("status: reachable when membus answers the probe (not_found is an answer), with the slots and tenant", async () => {
+  const oc = { plugins: { entries: { membus: { config: { natsUrl: "nats://h:1", token: "t", account: "acme" } } }, slots: { contextEngine: "membus", memory: "none" } } };
+  const notFound = fakeTransport({ "session.get": () => { throw new MembusError("not_found", "session membus-status-probe not found"); } });
+  const r = await status(oc, {}, () => notFound);
+  assert.equal(r.ok, true);
+  assert.equal(r.natsUrl, "nats://h:1");
+  assert.equal(r.auth, "token");
+  assert.equal(r.account, "acme");
+  assert.equal(r.contextEngineSlot, "membus");
+  assert.equal(r.memorySlot, "none");
+  assert.equal(notFound.requests[0].op, "session.get");
+  assert.match(formatStatus(r), /reachable/);
+
+  const down = fakeTransport({});
+  down.setDown(true);
+  const d = await status({}, {}, () => down);
+  assert.equal(d.ok, false);
+  assert.match(d.error, /connection refused/);
+  assert.match(formatStatus(d), /NOT reachable[\s\S]*run `openclaw membus setup`/);
+});
