@@ -3,16 +3,19 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin
 MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
-SERVICES := ingest extract recall summarizer gateway
 TEST_FLAGS ?= -race -count=1 -timeout 15m
 RUN_ARGS ?=
 
 .PHONY: build run test fuzz bench lint fmt clean services model plugin
 
+# One binary: `membus up` runs everything, `membus <service>` one service. -trimpath and a
+# stripped symbol table (-s -w) keep it small; the version and commit come from the build info.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
 build:
 	@mkdir -p $(BIN)
-	cd services/membus && $(GO) build -o ../../$(BIN)/membus .
-	@for s in $(SERVICES); do (cd services/$$s && $(GO) build -o ../../$(BIN)/membus-$$s ./cmd/membus-$$s) || exit 1; done
+	cd services/membus && $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o ../../$(BIN)/membus .
+	@ls -l $(BIN)/membus | awk '{printf "$(BIN)/membus: %.1f MB\n", $$5/1048576}'
 
 run: build
 	./$(BIN)/membus up $(RUN_ARGS)

@@ -16,7 +16,7 @@ import (
 	"github.com/membus/membus/pkg/bench"
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
-	"github.com/membus/membus/pkg/runtime"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // e2eParams are the knobs of one `membus bench e2e` run.
@@ -78,7 +78,7 @@ func benchE2ECmd(args []string, stdout, stderr io.Writer) int {
 	if *progress || isTerminal(stderr) {
 		p.progress = stderr
 	}
-	ctx, stop := runtime.SignalContext()
+	ctx, stop := app.SignalContext()
 	defer stop()
 	var results []bench.Result
 	for _, mode := range modes {

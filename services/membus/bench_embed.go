@@ -13,7 +13,8 @@ import (
 
 	"github.com/membus/membus/pkg/bench"
 	"github.com/membus/membus/pkg/embed"
-	"github.com/membus/membus/pkg/runtime"
+	"github.com/membus/membus/pkg/embed/onnx"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // embedParams are the knobs of one `membus bench embed` run.
@@ -61,7 +62,7 @@ func benchEmbedCmd(args []string, stdout, stderr io.Writer) int {
 	if *progress || isTerminal(stderr) {
 		p.progress = stderr
 	}
-	ctx, stop := runtime.SignalContext()
+	ctx, stop := app.SignalContext()
 	defer stop()
 	results, err := benchEmbed(ctx, p)
 	if err != nil {
@@ -117,15 +118,15 @@ func benchEmbed(ctx context.Context, p embedParams) ([]bench.Result, error) {
 	if err := measure(embed.NewHash()); err != nil {
 		return results, err
 	}
-	if !embed.ONNXPresent(p.modelDir) {
+	if !onnx.Present(p.modelDir) {
 		fmt.Fprintf(p.notes, "membus bench embed: no ONNX model in %s: only the hash embedder is measured (run `make model`)\n", p.modelDir)
 		return results, nil
 	}
-	var opts []embed.ONNXOption
+	var opts []onnx.Option
 	if p.threads > 0 {
-		opts = append(opts, embed.WithONNXThreads(p.threads))
+		opts = append(opts, onnx.WithThreads(p.threads))
 	}
-	o, err := embed.NewONNX(p.modelDir, opts...)
+	o, err := onnx.New(p.modelDir, opts...)
 	if err != nil {
 		return results, err
 	}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/membus/membus/pkg/bench"
-	"github.com/membus/membus/pkg/runtime"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // benchHTTPCmd is the gateway load run of issue 7: many concurrent clients, each with its own
@@ -38,7 +38,7 @@ func benchHTTPCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "membus bench http: --clients > 0, 0 < --duration ≤ 10m, 0 ≤ --recall-percent ≤ 100")
 		return 2
 	}
-	ctx, stop := runtime.SignalContext()
+	ctx, stop := app.SignalContext()
 	defer stop()
 	env, closeEnv, err := openBenchEnv(ctx, *syncMode, realBackend{}, "load")
 	if err != nil {

@@ -25,7 +25,7 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
-	"github.com/membus/membus/pkg/runtime"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // ingestParams are the knobs of one `membus bench ingest` run.
@@ -64,7 +64,7 @@ func backendFlag(name string) (realBackend, error) {
 
 // cleanupRealRun removes what a run left in shared servers: its accounts' rows (they carry the
 // run id) and, on an external NATS, its streams (they carry the run's prefix).
-func cleanupRealRun(env *runtime.Env, prefix, runID string) {
+func cleanupRealRun(env *app.Env, prefix, runID string) {
 	ctx, cancel := cleanupContext()
 	defer cancel()
 	deleteRunStreams(ctx, env, prefix)
@@ -165,7 +165,7 @@ func benchIngestCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ctx, stop := runtime.SignalContext()
+	ctx, stop := app.SignalContext()
 	defer stop()
 	var results []bench.Result
 	for _, mode := range modes {
@@ -264,7 +264,7 @@ func benchIngest(ctx context.Context, mode string, rb realBackend, p ingestParam
 // mode: its own data dir, subject prefix and streams, the commit threshold at its maximum so
 // the run measures ingest rather than commits. The close function removes what the run left
 // in shared servers (the bench account's rows, the bench streams).
-func openBenchEnv(ctx context.Context, mode string, rb realBackend, account string) (*runtime.Env, func(), error) {
+func openBenchEnv(ctx context.Context, mode string, rb realBackend, account string) (*app.Env, func(), error) {
 	cfg := config.Defaults()
 	cfg.NATSSync = mode
 	cfg.SubjectPrefix = "bench" + randomHex(4)
@@ -274,7 +274,7 @@ func openBenchEnv(ctx context.Context, mode string, rb realBackend, account stri
 	if rb.natsToken != "" {
 		cfg.NATSToken = rb.natsToken
 	}
-	env, closeEnv, _, err := startSystem(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func(env *runtime.Env) {
+	env, closeEnv, _, err := startSystem(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func(env *app.Env) {
 		cctx, cancel := cleanupContext()
 		defer cancel()
 		deleteRunStreams(cctx, env, cfg.SubjectPrefix)
@@ -333,7 +333,7 @@ type ingestTarget struct {
 }
 
 // sqlCounts reads every bench session's message_count: one indexed query over ≤ sessions rows.
-func sqlCounts(env *runtime.Env, account string, sessions []string) (func(ctx context.Context, into []int64) error, func(), error) {
+func sqlCounts(env *app.Env, account string, sessions []string) (func(ctx context.Context, into []int64) error, func(), error) {
 	index := make(map[string]int, len(sessions))
 	for i, s := range sessions {
 		index[s] = i
@@ -366,7 +366,7 @@ func sqlCounts(env *runtime.Env, account string, sessions []string) (func(ctx co
 // startFloor creates the floor: a stream with the TURNS stream's settings on the same server
 // (so the same durability) and a pull consumer on the membus process's connection that counts
 // each event's messages per session and acks it.
-func startFloor(ctx context.Context, env *runtime.Env, sessions []string, perEvent int) (ingestTarget, func(), error) {
+func startFloor(ctx context.Context, env *app.Env, sessions []string, perEvent int) (ingestTarget, func(), error) {
 	info, err := env.JS.Stream(ctx, env.Names.Stream(bus.StreamTurns))
 	if err != nil {
 		return ingestTarget{}, nil, err

@@ -21,9 +21,9 @@ import (
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/memory"
-	"github.com/membus/membus/pkg/runtime"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // recallParams are the knobs of one `membus bench recall` run.
@@ -84,7 +84,7 @@ func benchRecallCmd(args []string, stdout, stderr io.Writer) int {
 	if *progress || isTerminal(stderr) {
 		p.progress = stderr
 	}
-	ctx, stop := runtime.SignalContext()
+	ctx, stop := app.SignalContext()
 	defer stop()
 	results, err := benchRecall(ctx, p)
 	if err != nil {
@@ -232,7 +232,7 @@ func bruteForceOp(emb embed.Embedder, vecs [][]float32, qs []string, k int) benc
 // seedRecallMemories writes n user-scope memories (with a few agent-scope ones) of one user
 // into SQL, through the store's own writes (one archive per batch), and into the vector store,
 // and returns their texts (the floor embeds them again once RSS is read).
-func seedRecallMemories(ctx context.Context, env *runtime.Env, account, user, agent string, n int) ([]string, error) {
+func seedRecallMemories(ctx context.Context, env *app.Env, account, user, agent string, n int) ([]string, error) {
 	const session, batch = "bench-recall-seed", 1000
 	turn := store.Turn{AccountID: account, UserID: user, AgentID: agent, SessionID: session, EventID: "bench-recall-seed",
 		Messages: []store.Message{{MessageID: "seed", Role: contract.RoleUser, Content: "seed", Parts: json.RawMessage(`[]`), Tokens: 1, CreatedAt: time.Now()}}}
@@ -273,7 +273,7 @@ func seedRecallMemories(ctx context.Context, env *runtime.Env, account, user, ag
 				Category: cat, Subject: user, Value: text, Text: text, Abstract: memory.Abstract(text), Polarity: 1, Importance: 0.5,
 				Sources: []store.Source{{SessionID: session, MessageID: fmt.Sprintf("m-%d", b+i)}}, ValidFrom: now,
 				ContentHash: memory.ContentHash(text), Embedding: vecs[i], EmbedModel: env.Embedder.Model()}
-			pts[i] = runtime.MemoryPoint(mems[i])
+			pts[i] = app.MemoryPoint(mems[i])
 		}
 		if err := env.Store.SaveMemories(ctx, epoch, a, mems, nil, nil); err != nil {
 			return nil, err

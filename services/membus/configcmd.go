@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/membus/membus/pkg/runtime"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // configCmd prints the effective configuration with secrets redacted.
@@ -13,7 +13,7 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: membus config print [flags]")
 		return 2
 	}
-	cfg, err := runtime.LoadConfig("membus config print", args[1:], stderr)
+	cfg, err := app.LoadConfig("membus config print", args[1:], stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "membus config: %v\n", err)
 		return 2

@@ -21,9 +21,9 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
-	"github.com/membus/membus/pkg/runtime"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/testenv"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // distDeps are the shared servers of a distributed deployment: a standalone nats-server
@@ -77,7 +77,7 @@ func startDistDeps(t *testing.T) distDeps {
 
 // startReplica runs every service in-process against the shared servers, as one replica of a
 // distributed deployment, and returns its environment and HTTP base URL.
-func startReplica(t *testing.T, d distDeps, instance string) (*runtime.Env, string) {
+func startReplica(t *testing.T, d distDeps, instance string) (*app.Env, string) {
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.DataDir = t.TempDir()
@@ -89,7 +89,7 @@ func startReplica(t *testing.T, d distDeps, instance string) (*runtime.Env, stri
 	cfg.InstanceID = instance
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
-	env, err := runtime.Open(ctx, cfg, logger)
+	env, err := app.Open(ctx, cfg, logger)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func startReplica(t *testing.T, d distDeps, instance string) (*runtime.Env, stri
 		env.Close()
 		t.Fatalf("replica %s is not distributed: embedded NATS %v, SQL %s, Redis %v", instance, env.Server != nil, env.Store.Dialect(), env.Redis != nil)
 	}
-	services, err := buildAll(env)
+	services, err := app.BuildAll(env)
 	if err != nil {
 		cancel()
 		env.Close()
@@ -181,7 +181,7 @@ func TestDistributedTwoReplicas(t *testing.T) {
 	d := startDistDeps(t)
 	a, _ := startReplica(t, d, "dist-a")
 	b, _ := startReplica(t, d, "dist-b")
-	envs := []*runtime.Env{a, b}
+	envs := []*app.Env{a, b}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 

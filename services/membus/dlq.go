@@ -13,7 +13,7 @@ import (
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
-	"github.com/membus/membus/pkg/runtime"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // dlq inspects and replays dead letters.
@@ -35,7 +35,7 @@ func dlq(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc, js, names, err := runtime.Dial(ctx, cfg, "membus-dlq")
+	nc, js, names, err := app.Dial(ctx, cfg, "membus-dlq")
 	if err != nil {
 		fmt.Fprintf(stderr, "membus dlq: %v\n", err)
 		return 1

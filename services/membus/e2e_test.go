@@ -16,12 +16,12 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
-	"github.com/membus/membus/pkg/runtime"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // startEmbedded runs the whole system in-process, as `membus up` does, on free ports.
-func startEmbedded(t *testing.T, dataDir string) (*runtime.Env, string) {
+func startEmbedded(t *testing.T, dataDir string) (*app.Env, string) {
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.DataDir = dataDir
@@ -30,11 +30,11 @@ func startEmbedded(t *testing.T, dataDir string) (*runtime.Env, string) {
 	cfg.NATSSync = "interval" // tests need speed, not power-loss durability
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
-	env, err := runtime.Open(ctx, cfg, logger)
+	env, err := app.Open(ctx, cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	services, err := buildAll(env)
+	services, err := app.BuildAll(env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
-	"github.com/membus/membus/pkg/runtime"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // The LoCoMo evaluation (data README, "Evaluation protocol"): evidence recall of what recall
@@ -440,7 +440,7 @@ func bm25Answers(convs []locomoConv) answerFunc {
 // membusEval is a membus started in-process for the evaluation: one account, user and agent
 // per conversation.
 type membusEval struct {
-	env    *runtime.Env
+	env    *app.Env
 	suffix string // "-<run id>" on a real backend, so runs sharing servers never meet
 	convs  []locomoConv
 	user   string
@@ -454,7 +454,7 @@ func (m *membusEval) account(conv int) string { return fmt.Sprintf("locomo-%d", 
 // With a real backend (MariaDB + Redis, optionally an external NATS), the run gets its own subject
 // prefix and its accounts carry a run suffix (runID), so runs never meet in the shared servers;
 // its rows and streams are removed afterwards.
-func openEvalEnv(ctx context.Context, syncMode, embedder string, rb realBackend, logger *slog.Logger, opts ...func(*config.Config)) (*runtime.Env, func(), error) {
+func openEvalEnv(ctx context.Context, syncMode, embedder string, rb realBackend, logger *slog.Logger, opts ...func(*config.Config)) (*app.Env, func(), error) {
 	cfg := config.Defaults()
 	cfg.NATSSync = syncMode
 	cfg.Embedder = embedder
@@ -471,10 +471,10 @@ func openEvalEnv(ctx context.Context, syncMode, embedder string, rb realBackend,
 	if rb.natsToken != "" {
 		cfg.NATSToken = rb.natsToken
 	}
-	var cleanup func(*runtime.Env)
+	var cleanup func(*app.Env)
 	if rb.dsn != "" {
 		cfg.SubjectPrefix = "eval" + rb.runID
-		cleanup = func(env *runtime.Env) { cleanupRealRun(env, cfg.SubjectPrefix, rb.runID) }
+		cleanup = func(env *app.Env) { cleanupRealRun(env, cfg.SubjectPrefix, rb.runID) }
 	}
 	env, closeEnv, done, err := startSystem(ctx, cfg, logger, cleanup)
 	if err != nil {
@@ -489,7 +489,7 @@ func openEvalEnv(ctx context.Context, syncMode, embedder string, rb realBackend,
 
 // waitRPCReady waits until the commit and recall endpoints answer (the services register
 // them once they run), or the services stop.
-func waitRPCReady(ctx context.Context, env *runtime.Env, done <-chan error) error {
+func waitRPCReady(ctx context.Context, env *app.Env, done <-chan error) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	const probe = "ready-probe"
@@ -717,7 +717,7 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	if *progress || isTerminal(stderr) {
 		p.progress = stderr
 	}
-	ctx, stop := runtime.SignalContext()
+	ctx, stop := app.SignalContext()
 	defer stop()
 	start := time.Now()
 	reports, err := evalLocomo(ctx, convs, p)

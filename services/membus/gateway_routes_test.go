@@ -15,8 +15,8 @@ import (
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
-	"github.com/membus/membus/pkg/runtime"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // httpClient talks to the embedded gateway with one API key.
@@ -27,7 +27,7 @@ type httpClient struct {
 	hdr  map[string]string
 }
 
-func newClient(t *testing.T, env *runtime.Env, base, account, user, role string) *httpClient {
+func newClient(t *testing.T, env *app.Env, base, account, user, role string) *httpClient {
 	t.Helper()
 	key, _, err := env.Store.CreateKey(context.Background(), account, user, role, "test")
 	if err != nil {

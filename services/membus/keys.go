@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/membus/membus/pkg/config"
-	"github.com/membus/membus/pkg/runtime"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // keys manages API keys in the store the server uses; a running gateway looks keys up in the
@@ -32,7 +32,7 @@ func keys(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	ctx := context.Background()
-	st, err := runtime.OpenStore(ctx, cfg)
+	st, err := app.OpenStore(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "membus keys: %v\n", err)
 		return 1

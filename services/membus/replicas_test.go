@@ -19,15 +19,14 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
-	"github.com/membus/membus/pkg/runtime"
 	"github.com/membus/membus/pkg/store"
-	"github.com/membus/membus/services/ingest"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // startIngestReplica runs one ingest replica (the ingest service and the outbox relay, as
 // `membus ingest` does) in a process environment of its own against the shared servers: its
 // own NATS connection, SQL pool and Redis client, one of the consumers of the shared durable.
-func startIngestReplica(t *testing.T, d distDeps, instance string) *runtime.Env {
+func startIngestReplica(t *testing.T, d distDeps, instance string) *app.Env {
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.DataDir = t.TempDir()
@@ -37,7 +36,7 @@ func startIngestReplica(t *testing.T, d distDeps, instance string) *runtime.Env 
 	cfg.SubjectPrefix = d.prefix
 	cfg.InstanceID = instance
 	ctx, cancel := context.WithCancel(context.Background())
-	env, err := runtime.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	env, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -47,7 +46,7 @@ func startIngestReplica(t *testing.T, d distDeps, instance string) *runtime.Env 
 		env.Close()
 		t.Fatalf("replica %s is not distributed: embedded NATS %v, SQL %s, Redis %v", instance, env.Server != nil, env.Store.Dialect(), env.Redis != nil)
 	}
-	svc, err := ingest.FromEnv(env)
+	svc, err := app.Ingest(env)
 	if err != nil {
 		cancel()
 		env.Close()
@@ -71,7 +70,7 @@ func startIngestReplica(t *testing.T, d distDeps, instance string) *runtime.Env 
 }
 
 // counterValue reads a counter's total from a replica's /metrics.
-func counterValue(t *testing.T, env *runtime.Env, name string) float64 {
+func counterValue(t *testing.T, env *app.Env, name string) float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	env.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -99,7 +98,7 @@ func counterValue(t *testing.T, env *runtime.Env, name string) float64 {
 // <p>.commits.>), each one a real crossing, none missed; and every replica did part of the work.
 func TestThreeIngestReplicas(t *testing.T) {
 	d := startDistDeps(t)
-	replicas := []*runtime.Env{
+	replicas := []*app.Env{
 		startIngestReplica(t, d, "ingest-a"),
 		startIngestReplica(t, d, "ingest-b"),
 		startIngestReplica(t, d, "ingest-c"),
@@ -307,7 +306,7 @@ func sumTokens(toks []int, from, to int64) int {
 
 // readCommitRequests reads every message of the COMMITS stream (nothing consumes it in this
 // test, so none is gone; the work queue has no gaps) and returns the requests per session in upto order.
-func readCommitRequests(ctx context.Context, t *testing.T, env *runtime.Env) map[string][]contract.CommitRequest {
+func readCommitRequests(ctx context.Context, t *testing.T, env *app.Env) map[string][]contract.CommitRequest {
 	t.Helper()
 	st, err := env.JS.Stream(ctx, env.Names.Stream(bus.StreamCommits))
 	if err != nil {

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/membus/membus/pkg/config"
-	"github.com/membus/membus/pkg/runtime"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // startSystem runs every service in-process, as `membus up` does, on cfg with a fresh
 // temporary data dir and free loopback ports (benches, the eval and tests of them). The
 // returned close stops the services, runs cleanup (what the run left in shared servers), and
 // removes the data dir.
-func startSystem(ctx context.Context, cfg config.Config, logger *slog.Logger, cleanup func(*runtime.Env)) (*runtime.Env, func(), <-chan error, error) {
+func startSystem(ctx context.Context, cfg config.Config, logger *slog.Logger, cleanup func(*app.Env)) (*app.Env, func(), <-chan error, error) {
 	dir, err := os.MkdirTemp("", "membus-run-")
 	if err != nil {
 		return nil, nil, nil, err
@@ -34,12 +34,12 @@ func startSystem(ctx context.Context, cfg config.Config, logger *slog.Logger, cl
 		os.RemoveAll(dir)
 		return nil, nil, nil, err
 	}
-	env, err := runtime.Open(ctx, cfg, logger)
+	env, err := app.Open(ctx, cfg, logger)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, nil, err
 	}
-	services, err := buildAll(env)
+	services, err := app.BuildAll(env)
 	if err != nil {
 		env.Close()
 		os.RemoveAll(dir)
@@ -62,7 +62,7 @@ func startSystem(ctx context.Context, cfg config.Config, logger *slog.Logger, cl
 
 // deleteRunStreams removes a run's streams (they carry its subject prefix) from an external
 // NATS; the embedded server goes away with the data dir.
-func deleteRunStreams(ctx context.Context, env *runtime.Env, prefix string) {
+func deleteRunStreams(ctx context.Context, env *app.Env, prefix string) {
 	if env.Server != nil {
 		return
 	}

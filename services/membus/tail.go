@@ -15,7 +15,7 @@ import (
 
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
-	"github.com/membus/membus/pkg/runtime"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // tail prints metrics snapshots or events live until Ctrl-C (or --for elapses).
@@ -33,7 +33,7 @@ func tail(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "membus tail: %v\n", err)
 		return 2
 	}
-	ctx, stop := runtime.SignalContext()
+	ctx, stop := app.SignalContext()
 	defer stop()
 	if *dur > 0 {
 		var cancel context.CancelFunc
@@ -41,7 +41,7 @@ func tail(args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 	}
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-	nc, _, names, err := runtime.Dial(dctx, cfg, "membus-tail")
+	nc, _, names, err := app.Dial(dctx, cfg, "membus-tail")
 	dcancel()
 	if err != nil {
 		fmt.Fprintf(stderr, "membus tail: %v\n", err)

@@ -9,20 +9,15 @@ import (
 	"time"
 
 	"github.com/membus/membus/pkg/config"
-	"github.com/membus/membus/pkg/runtime"
 	"github.com/membus/membus/pkg/store"
-	"github.com/membus/membus/services/extract"
-	"github.com/membus/membus/services/gateway"
-	"github.com/membus/membus/services/ingest"
-	"github.com/membus/membus/services/recall"
-	"github.com/membus/membus/services/summarizer"
+	"github.com/membus/membus/services/membus/internal/app"
 )
 
 // up runs every service in one process with embedded defaults. Ctrl-C (SIGINT) or SIGTERM
 // drains: in-flight batches finish and are acked, then the server shuts down.
 func up(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
-	cfg, err := runtime.LoadConfig("membus up", args, stderr)
+	cfg, err := app.LoadConfig("membus up", args, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "membus up: %v\n", err)
 		return 2
@@ -34,16 +29,16 @@ func up(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	logger := config.NewLogger(stderr, cfg.LogLevel, "", cfg.InstanceID)
-	ctx, stop := runtime.SignalContext()
+	ctx, stop := app.SignalContext()
 	defer stop()
-	env, err := runtime.Open(ctx, cfg, logger)
+	env, err := app.Open(ctx, cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "membus up: %v\n", err)
 		return 1
 	}
 	defer env.Close()
 
-	services, err := buildAll(env)
+	services, err := app.BuildAll(env)
 	if err != nil {
 		fmt.Fprintf(stderr, "membus up: %v\n", err)
 		return 1
@@ -93,29 +88,9 @@ func checkListen(addr string) error {
 	return ln.Close()
 }
 
-// buildAll builds every service on one environment: the same constructors the single-service
-// commands use.
-func buildAll(env *runtime.Env) ([]runtime.Runnable, error) {
-	var out []runtime.Runnable
-	for _, build := range []func(*runtime.Env) (runtime.Runnable, error){
-		func(e *runtime.Env) (runtime.Runnable, error) { return ingest.FromEnv(e) },
-		func(e *runtime.Env) (runtime.Runnable, error) { return extract.FromEnv(e) },
-		func(e *runtime.Env) (runtime.Runnable, error) { return recall.FromEnv(e) },
-		func(e *runtime.Env) (runtime.Runnable, error) { return summarizer.FromEnv(e) },
-		func(e *runtime.Env) (runtime.Runnable, error) { return gateway.FromEnv(e) },
-	} {
-		s, err := build(env)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
 // devKey creates a key for account "default", user "default" at first start and prints it
 // once; later starts say where it went.
-func devKey(ctx context.Context, env *runtime.Env, stdout io.Writer) error {
+func devKey(ctx context.Context, env *app.Env, stdout io.Writer) error {
 	n, err := env.Store.CountKeys(ctx)
 	if err != nil {
 		return err
@@ -132,18 +107,5 @@ func devKey(ctx context.Context, env *runtime.Env, stdout io.Writer) error {
 }
 
 func service(name string, args []string) int {
-	return runtime.Main(name, args, func(env *runtime.Env) (runtime.Runnable, error) {
-		switch name {
-		case "ingest":
-			return ingest.FromEnv(env)
-		case "extract":
-			return extract.FromEnv(env)
-		case "recall":
-			return recall.FromEnv(env)
-		case "summarizer":
-			return summarizer.FromEnv(env)
-		default:
-			return gateway.FromEnv(env)
-		}
-	})
+	return app.Main(name, args, func(env *app.Env) (app.Runnable, error) { return app.Build(env, name) })
 }

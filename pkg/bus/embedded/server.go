@@ -1,4 +1,7 @@
-package bus
+// Package embedded runs the NATS server of `membus up` in-process (JetStream in the data dir,
+// token auth) and keeps its token. Only the composition root imports it: services connect to
+// NATS as clients and never see the server.
+package embedded
 
 import (
 	"crypto/rand"
@@ -20,8 +23,8 @@ import (
 // DefaultListen is the embedded server's default address (loopback only).
 const DefaultListen = "127.0.0.1:4222"
 
-// EmbeddedConfig configures the NATS server `membus up` runs in-process.
-type EmbeddedConfig struct {
+// Config configures the NATS server `membus up` runs in-process.
+type Config struct {
 	DataDir string // JetStream is stored under DataDir/nats
 	Listen  string // host:port; default 127.0.0.1:4222; port 0 picks a free port
 	Token   string // client auth token; none when ""
@@ -32,9 +35,9 @@ type EmbeddedConfig struct {
 // ErrListen is returned (wrapped) when the embedded server cannot listen on its address.
 var ErrListen = errors.New("nats listen address unavailable")
 
-// StartEmbedded starts a JetStream-enabled NATS server and waits until it accepts connections.
+// Start starts a JetStream-enabled NATS server and waits until it accepts connections.
 // JetStream fsyncs every write unless Sync is "interval" (SPEC §7).
-func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
+func Start(cfg Config) (*server.Server, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("embedded nats: DataDir is required")
 	}
@@ -132,10 +135,11 @@ func LoadOrCreateToken(dataDir string) (string, error) {
 	return tok, nil
 }
 
-// slogAdapter routes the NATS server's log to slog (Fatalf is logged, never exits).
+// slogAdapter routes the NATS server's log to slog (Fatalf is logged, never exits). Its notices
+// (the start-up banner among them) are debug records: an operator of membus needs none of them.
 type slogAdapter struct{ l *slog.Logger }
 
-func (a slogAdapter) Noticef(format string, v ...any) { a.l.Info(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Noticef(format string, v ...any) { a.l.Debug(fmt.Sprintf(format, v...)) }
 func (a slogAdapter) Warnf(format string, v ...any)   { a.l.Warn(fmt.Sprintf(format, v...)) }
 func (a slogAdapter) Fatalf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }
 func (a slogAdapter) Errorf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }

@@ -1,4 +1,6 @@
-package embed
+// Package onnx is the local embedding model: a sentence-embedding model run with ONNX Runtime
+// (its shared library loaded from the model directory). Only the composition root imports it.
+package onnx
 
 import (
 	"context"
@@ -14,12 +16,14 @@ import (
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/membus/membus/pkg/embed"
 )
 
 // ONNX defaults.
 const (
-	DefaultONNXBatch  = 32
-	DefaultONNXMaxLen = 256
+	DefaultBatch  = 32
+	DefaultMaxLen = 256
 )
 
 // ErrNoModel: the model directory lacks model.onnx, vocab.txt or libonnxruntime.so; run
@@ -29,22 +33,22 @@ var ErrNoModel = errors.New("embed: no ONNX model (run `make model` to fetch it)
 // ErrClosed: Embed after Close.
 var ErrClosed = errors.New("embed: embedder closed")
 
-// ONNXFiles are the files NewONNX needs in the model directory.
-var ONNXFiles = []string{"model.onnx", "vocab.txt", "libonnxruntime.so"}
+// Files are the files New needs in the model directory.
+var Files = []string{"model.onnx", "vocab.txt", "libonnxruntime.so"}
 
-// ONNX runs a BERT-style sentence-embedding model (e.g. all-MiniLM-L6-v2) with ONNX
+// Embedder runs a BERT-style sentence-embedding model (e.g. all-MiniLM-L6-v2) with ONNX
 // Runtime: WordPiece tokens, batches padded to their longest item (texts are sorted by
 // length first, so a batch holds texts of similar length), the model's pooling (mean
 // over the attention mask, or the [CLS] token) and L2 normalisation. One model run at a
 // time (ONNX Runtime already uses every core it is given for one run); safe for
 // concurrent use.
-type ONNX struct {
+type Embedder struct {
 	id       string
 	dim      int
 	maxLen   int
 	batch    int
 	cls      bool // [CLS] pooling, else mean pooling
-	tok      *WordPiece
+	tok      *embed.WordPiece
 	inputs   []string // input_ids, attention_mask[, token_type_ids]
 	pooled   bool     // the output is already [batch, dim]
 	releaseE func()
@@ -53,32 +57,32 @@ type ONNX struct {
 	sess *ort.DynamicAdvancedSession
 }
 
-type onnxOptions struct {
+type options struct {
 	batch   int
 	maxLen  int
 	threads int
 	lib     string
 }
 
-// ONNXOption configures NewONNX.
-type ONNXOption func(*onnxOptions)
+// Option configures New.
+type Option func(*options)
 
-// WithONNXBatch sets the most texts per model run (default 32).
-func WithONNXBatch(n int) ONNXOption { return func(o *onnxOptions) { o.batch = n } }
+// WithBatch sets the most texts per model run (default 32).
+func WithBatch(n int) Option { return func(o *options) { o.batch = n } }
 
-// WithONNXMaxLen caps tokens per text, [CLS] and [SEP] included (default 256, or the
+// WithMaxLen caps tokens per text, [CLS] and [SEP] included (default 256, or the
 // model's max_seq_length when smaller).
-func WithONNXMaxLen(n int) ONNXOption { return func(o *onnxOptions) { o.maxLen = n } }
+func WithMaxLen(n int) Option { return func(o *options) { o.maxLen = n } }
 
-// WithONNXThreads sets ONNX Runtime's intra-op threads (default: its own, one per core).
-func WithONNXThreads(n int) ONNXOption { return func(o *onnxOptions) { o.threads = n } }
+// WithThreads sets ONNX Runtime's intra-op threads (default: its own, one per core).
+func WithThreads(n int) Option { return func(o *options) { o.threads = n } }
 
-// WithONNXLibrary sets the path of libonnxruntime.so (default <modelDir>/libonnxruntime.so).
-func WithONNXLibrary(path string) ONNXOption { return func(o *onnxOptions) { o.lib = path } }
+// WithLibrary sets the path of libonnxruntime.so (default <modelDir>/libonnxruntime.so).
+func WithLibrary(path string) Option { return func(o *options) { o.lib = path } }
 
-// ONNXPresent reports whether modelDir holds the files NewONNX needs.
-func ONNXPresent(modelDir string) bool {
-	for _, f := range ONNXFiles {
+// Present reports whether modelDir holds the files New needs.
+func Present(modelDir string) bool {
+	for _, f := range Files {
 		if _, err := os.Stat(filepath.Join(modelDir, f)); err != nil {
 			return false
 		}
@@ -86,12 +90,12 @@ func ONNXPresent(modelDir string) bool {
 	return true
 }
 
-// NewONNX loads the model in modelDir, as laid out by scripts/model.sh: model.onnx,
+// New loads the model in modelDir, as laid out by scripts/model.sh: model.onnx,
 // vocab.txt, libonnxruntime.so, and the sentence-transformers configs (config.json,
 // tokenizer_config.json, sentence_bert_config.json, pooling_config.json) and model_id
 // when present. Close releases it.
-func NewONNX(modelDir string, opts ...ONNXOption) (*ONNX, error) {
-	o := onnxOptions{batch: DefaultONNXBatch, maxLen: DefaultONNXMaxLen, lib: filepath.Join(modelDir, "libonnxruntime.so")}
+func New(modelDir string, opts ...Option) (*Embedder, error) {
+	o := options{batch: DefaultBatch, maxLen: DefaultMaxLen, lib: filepath.Join(modelDir, "libonnxruntime.so")}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -111,13 +115,13 @@ func NewONNX(modelDir string, opts ...ONNXOption) (*ONNX, error) {
 	if err != nil {
 		return nil, fmt.Errorf("onnx embedder: %w", err)
 	}
-	tok, err := NewWordPiece(vf, cfg.lowercase)
+	tok, err := embed.NewWordPiece(vf, cfg.lowercase)
 	vf.Close()
 	if err != nil {
 		return nil, fmt.Errorf("onnx embedder %s: %w", modelDir, err)
 	}
 
-	e := &ONNX{id: cfg.id, maxLen: max(2, o.maxLen), batch: max(1, o.batch), cls: cfg.cls, tok: tok}
+	e := &Embedder{id: cfg.id, maxLen: max(2, o.maxLen), batch: max(1, o.batch), cls: cfg.cls, tok: tok}
 	if cfg.maxLen > 0 {
 		e.maxLen = min(e.maxLen, cfg.maxLen)
 	}
@@ -133,7 +137,7 @@ func NewONNX(modelDir string, opts ...ONNXOption) (*ONNX, error) {
 	return e, nil
 }
 
-func (e *ONNX) open(path string, threads int) error {
+func (e *Embedder) open(path string, threads int) error {
 	ins, outs, err := ort.GetInputOutputInfo(path)
 	if err != nil {
 		return fmt.Errorf("onnx embedder: read %s: %w", path, err)
@@ -196,20 +200,20 @@ func (e *ONNX) open(path string, threads int) error {
 }
 
 // Dim returns the model's hidden size.
-func (e *ONNX) Dim() int { return e.dim }
+func (e *Embedder) Dim() int { return e.dim }
 
 // Model returns "onnx:" + the model id (e.g. "onnx:all-MiniLM-L6-v2-int8").
-func (e *ONNX) Model() string { return "onnx:" + e.id }
+func (e *Embedder) Model() string { return "onnx:" + e.id }
 
 // Provider returns "onnx".
-func (e *ONNX) Provider() string { return "onnx" }
+func (e *Embedder) Provider() string { return "onnx" }
 
 // MaxLen is the most tokens per text the model sees, [CLS] and [SEP] included.
-func (e *ONNX) MaxLen() int { return e.maxLen }
+func (e *Embedder) MaxLen() int { return e.maxLen }
 
 // MeanTokens is the mean token count of texts as the model sees them ([CLS] and [SEP]
 // included, truncated to MaxLen).
-func (e *ONNX) MeanTokens(texts []string) float64 {
+func (e *Embedder) MeanTokens(texts []string) float64 {
 	if len(texts) == 0 {
 		return 0
 	}
@@ -222,7 +226,7 @@ func (e *ONNX) MeanTokens(texts []string) float64 {
 
 // Close releases the model session (and ONNX Runtime when no other ONNX is open).
 // Embed after Close is ErrClosed.
-func (e *ONNX) Close() error {
+func (e *Embedder) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.sess == nil {
@@ -237,7 +241,7 @@ func (e *ONNX) Close() error {
 // Embed returns one unit vector per text. Texts are tokenised, sorted by token count
 // and run in batches of at most the configured batch size, each padded to its longest
 // text; ctx is checked between batches.
-func (e *ONNX) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	ids := make([][]int64, len(texts))
 	order := make([]int, len(texts))
 	for i, t := range texts {
@@ -267,7 +271,7 @@ func (e *ONNX) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 }
 
 // run embeds one batch of token ids, padded to the longest.
-func (e *ONNX) run(batch [][]int64) ([][]float32, error) {
+func (e *Embedder) run(batch [][]int64) ([][]float32, error) {
 	n, seq := len(batch), 0
 	for _, b := range batch {
 		seq = max(seq, len(b))
@@ -363,7 +367,7 @@ func normalize(v []float32) {
 	}
 }
 
-// modelConfig is what NewONNX reads from the sentence-transformers files.
+// modelConfig is what New reads from the sentence-transformers files.
 type modelConfig struct {
 	id        string
 	maxLen    int
@@ -428,7 +432,7 @@ func readModelConfig(dir string) (modelConfig, error) {
 	return c, nil
 }
 
-// ONNX Runtime is one environment per process: the first NewONNX starts it with its
+// ONNX Runtime is one environment per process: the first New starts it with its
 // library, the last Close ends it.
 var (
 	ortMu   sync.Mutex

@@ -1,4 +1,4 @@
-package embed
+package onnx
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/testenv"
 )
 
@@ -21,9 +22,9 @@ func modelDir(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("MEMBUS_MODEL_DIR")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "data", "models")
+		dir = filepath.Join("..", "..", "..", "data", "models")
 	}
-	if ONNXPresent(dir) {
+	if Present(dir) {
 		return dir
 	}
 	if testenv.InCI() {
@@ -33,9 +34,9 @@ func modelDir(t testing.TB) string {
 	return ""
 }
 
-func openModel(t testing.TB, opts ...ONNXOption) *ONNX {
+func openModel(t testing.TB, opts ...Option) *Embedder {
 	t.Helper()
-	e, err := NewONNX(modelDir(t), opts...)
+	e, err := New(modelDir(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +45,9 @@ func openModel(t testing.TB, opts ...ONNXOption) *ONNX {
 }
 
 func TestNewONNXMissingModel(t *testing.T) {
-	_, err := NewONNX(t.TempDir())
+	_, err := New(t.TempDir())
 	if !errors.Is(err, ErrNoModel) {
-		t.Fatalf("NewONNX(empty dir) = %v, want ErrNoModel", err)
+		t.Fatalf("New(empty dir) = %v, want ErrNoModel", err)
 	}
 }
 
@@ -101,7 +102,7 @@ func TestONNXModel(t *testing.T) {
 	if e.Dim() != 384 || e.Model() != "onnx:all-MiniLM-L6-v2-int8" || e.MaxLen() != 256 {
 		t.Fatalf("Dim, Model, MaxLen = %d, %s, %d; want 384, onnx:all-MiniLM-L6-v2-int8, 256", e.Dim(), e.Model(), e.MaxLen())
 	}
-	var _ Embedder = e
+	var _ embed.Embedder = e
 }
 
 // TestONNXGolden compares with ONNX Runtime's Python binding on the same model and the
@@ -143,7 +144,7 @@ func TestONNXGolden(t *testing.T) {
 // TestONNXBatchingIsPaddingFree: a text's vector does not depend on the batch it runs
 // in, nor on how long its batch mates are (padding is masked out).
 func TestONNXBatchingIsPaddingFree(t *testing.T) {
-	e := openModel(t, WithONNXBatch(3))
+	e := openModel(t, WithBatch(3))
 	texts := []string{
 		"short",
 		"A considerably longer sentence about the weather in the mountains during the late autumn months of the year.",
@@ -162,7 +163,7 @@ func TestONNXBatchingIsPaddingFree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := Cosine(all[i], one[0]); c < 0.9999 {
+		if c := embed.Cosine(all[i], one[0]); c < 0.9999 {
 			t.Errorf("%q: batched vs alone cosine %.6f, want ≥ 0.9999", text, c)
 		}
 		var norm float64
@@ -173,13 +174,13 @@ func TestONNXBatchingIsPaddingFree(t *testing.T) {
 			t.Errorf("%q: |v|² = %.6f, want 1", text, norm)
 		}
 	}
-	if Cosine(all[0], all[5]) < 0.9999 {
+	if embed.Cosine(all[0], all[5]) < 0.9999 {
 		t.Error("the same text twice gave different vectors")
 	}
 }
 
 func TestONNXTruncates(t *testing.T) {
-	e := openModel(t, WithONNXMaxLen(16))
+	e := openModel(t, WithMaxLen(16))
 	long := ""
 	for i := 0; i < 400; i++ {
 		long += fmt.Sprintf("word%d ", i)
@@ -278,7 +279,7 @@ func TestONNXParaphrases(t *testing.T) {
 	}
 	e := openModel(t)
 	type rates struct{ unrelated, hard float64 }
-	measure := func(emb Embedder) (rates, []string) {
+	measure := func(emb embed.Embedder) (rates, []string) {
 		var texts []string
 		for _, tr := range paraphraseTriples {
 			texts = append(texts, tr.anchor, tr.paraphrase, tr.distractor)
@@ -293,13 +294,13 @@ func TestONNXParaphrases(t *testing.T) {
 		for i, tr := range paraphraseTriples {
 			a, p, d := vecs[3*i], vecs[3*i+1], vecs[3*i+2]
 			other := vecs[3*((i+1)%n)+1]
-			sp := Cosine(a, p)
-			if so := Cosine(a, other); sp > so {
+			sp := embed.Cosine(a, p)
+			if so := embed.Cosine(a, other); sp > so {
 				r.unrelated++
 			} else {
 				misses = append(misses, fmt.Sprintf("unrelated: %q: paraphrase %.3f ≤ %.3f", tr.anchor, sp, so))
 			}
-			if sd := Cosine(a, d); sp > sd {
+			if sd := embed.Cosine(a, d); sp > sd {
 				r.hard++
 			} else {
 				misses = append(misses, fmt.Sprintf("hard: %q: paraphrase %.3f ≤ distractor %.3f", tr.anchor, sp, sd))
@@ -310,9 +311,9 @@ func TestONNXParaphrases(t *testing.T) {
 		return r, misses
 	}
 	got, misses := measure(e)
-	hash, _ := measure(NewHash())
+	hash, _ := measure(embed.NewHash())
 	t.Logf("paraphrase wins over %d triples: %s unrelated %.1f%%, hard %.1f%%; %s unrelated %.1f%%, hard %.1f%%",
-		len(paraphraseTriples), e.Model(), 100*got.unrelated, 100*got.hard, HashModel, 100*hash.unrelated, 100*hash.hard)
+		len(paraphraseTriples), e.Model(), 100*got.unrelated, 100*got.hard, embed.HashModel, 100*hash.unrelated, 100*hash.hard)
 	for _, m := range misses {
 		t.Logf("miss: %s", m)
 	}

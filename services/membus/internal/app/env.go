@@ -1,7 +1,9 @@
-// Package runtime builds what every membus service needs from the configuration — the bus
-// connection (or the embedded server), the SQL store, locks, the embedder and the vector
-// store — once, so `membus up` and a single-service process share one code path.
-package runtime
+// Package app is membus's composition root: it builds the concrete adapters from the
+// configuration once — the bus connection (or the embedded NATS server), the SQL store, Redis,
+// locks, the embedder (hash, ONNX or OpenAI) and the vector store (local or Qdrant) — and hands
+// them to each service's New through its Deps (wire.go). `membus up` and a single-service
+// process (`membus ingest`, …) share this one code path; service packages import none of it.
+package app
 
 import (
 	"context"
@@ -21,9 +23,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/bus/embedded"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
+	"github.com/membus/membus/pkg/embed/onnx"
 	"github.com/membus/membus/pkg/lock"
 	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/metrics"
@@ -96,13 +100,13 @@ func (e *Env) openBus(ctx context.Context) error {
 	token := cfg.NATSToken
 	if cfg.Embedded() {
 		if token == "" {
-			t, err := bus.LoadOrCreateToken(cfg.DataDir)
+			t, err := embedded.LoadOrCreateToken(cfg.DataDir)
 			if err != nil {
 				return err
 			}
 			token = t
 		}
-		s, err := bus.StartEmbedded(bus.EmbeddedConfig{DataDir: cfg.DataDir, Listen: cfg.NATSListen, Token: token, Sync: cfg.NATSSync, Logger: e.Logger})
+		s, err := embedded.Start(embedded.Config{DataDir: cfg.DataDir, Listen: cfg.NATSListen, Token: token, Sync: cfg.NATSSync, Logger: e.Logger})
 		if err != nil {
 			return err
 		}
@@ -238,8 +242,8 @@ func (e *Env) openVectors(ctx context.Context) error {
 		return o, nil
 	}
 	openONNX := func() (embed.Embedder, error) {
-		o, err := embed.NewONNX(modelDir)
-		if errors.Is(err, embed.ErrNoModel) {
+		o, err := onnx.New(modelDir)
+		if errors.Is(err, onnx.ErrNoModel) {
 			return nil, fmt.Errorf("no local embedding model in %s (MEMBUS_MODEL_DIR): run `make model` (scripts/model.sh) to fetch it: %w", modelDir, err)
 		}
 		if err != nil {
@@ -271,7 +275,7 @@ func (e *Env) openVectors(ctx context.Context) error {
 			return err
 		}
 		inner = o
-	case cfg.Embedder == "auto" && follow == "" && embed.ONNXPresent(modelDir):
+	case cfg.Embedder == "auto" && follow == "" && onnx.Present(modelDir):
 		if inner, err = openONNX(); err != nil {
 			return fmt.Errorf("MEMBUS_EMBEDDER=auto: %w", err)
 		}
@@ -280,7 +284,7 @@ func (e *Env) openVectors(ctx context.Context) error {
 			"(scripts/model.sh) before the first start for semantic recall with a local model", "model_dir", modelDir)
 		inner = embed.NewHash()
 	case cfg.Embedder == "auto" && (follow == embed.HashModel || follow == embed.HashV1Model):
-		if embed.ONNXPresent(modelDir) {
+		if onnx.Present(modelDir) {
 			e.Logger.Info("the data was embedded with the hash embedder, so MEMBUS_EMBEDDER=auto keeps it although a local model is present; "+
 				"switching needs the memories re-embedded, which this build cannot do (start a new MEMBUS_DATA_DIR to use the model)", "model_dir", modelDir)
 		}
@@ -482,19 +486,30 @@ func (e *Env) PublishMetrics(ctx context.Context) {
 	wg.Wait()
 }
 
-// Probes are the health probes of the process's dependencies (outage detection).
-func (e *Env) Probes() []bus.Probe {
-	ps := []bus.Probe{{Name: "sql", Check: e.Store.Ping}}
+// Probes returns the named health probes of the process's dependencies ("sql", "redis",
+// "nats"), in the order asked; a dependency this process does not use (Redis when
+// MEMBUS_REDIS_URL is unset) has no probe. Services use them for outage detection, the
+// gateway and the ops server for /readyz.
+func (e *Env) Probes(names ...string) []bus.Probe {
+	all := map[string]func(context.Context) error{
+		"sql": e.Store.Ping,
+		"nats": func(context.Context) error {
+			if !e.NC.IsConnected() {
+				return errors.New("nats disconnected")
+			}
+			return nil
+		},
+	}
 	if e.Redis != nil {
 		c := e.Redis
-		ps = append(ps, bus.Probe{Name: "redis", Check: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
+		all["redis"] = func(ctx context.Context) error { return c.Ping(ctx).Err() }
 	}
-	ps = append(ps, bus.Probe{Name: "nats", Check: func(context.Context) error {
-		if !e.NC.IsConnected() {
-			return errors.New("nats disconnected")
+	var ps []bus.Probe
+	for _, n := range names {
+		if check, ok := all[n]; ok {
+			ps = append(ps, bus.Probe{Name: n, Check: check})
 		}
-		return nil
-	}})
+	}
 	return ps
 }
 

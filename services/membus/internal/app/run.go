@@ -1,4 +1,4 @@
-package runtime
+package app
 
 import (
 	"context"
@@ -130,7 +130,7 @@ func (o opsServer) Run(ctx context.Context) error {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		for _, p := range o.e.Probes() {
+		for _, p := range o.e.Probes("sql", "redis", "nats") {
 			if err := p.Check(ctx); err != nil {
 				http.Error(w, p.Name+": "+err.Error(), http.StatusServiceUnavailable)
 				return

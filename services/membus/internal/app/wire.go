@@ -1,0 +1,150 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/pkg/llm"
+	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/services/extract"
+	"github.com/membus/membus/services/gateway"
+	"github.com/membus/membus/services/ingest"
+	"github.com/membus/membus/services/recall"
+	"github.com/membus/membus/services/summarizer"
+)
+
+// Services are the services of membus in the order `membus up` starts them; `membus <name>`
+// runs one of them alone.
+var Services = []string{"ingest", "extract", "recall", "summarizer", "gateway"}
+
+// builders wire each service: its Config from the shared configuration, its Deps from env.
+// This is the only place where a service meets the concrete adapters.
+var builders = map[string]func(env *Env) (Runnable, error){
+	"ingest":     func(env *Env) (Runnable, error) { return Ingest(env) },
+	"extract":    func(env *Env) (Runnable, error) { return Extract(env) },
+	"recall":     func(env *Env) (Runnable, error) { return Recall(env) },
+	"summarizer": func(env *Env) (Runnable, error) { return Summarizer(env) },
+	"gateway":    func(env *Env) (Runnable, error) { return Gateway(env) },
+}
+
+// Build builds the named service on env.
+func Build(env *Env, name string) (Runnable, error) {
+	b, ok := builders[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown service %q (one of %v)", name, Services)
+	}
+	s, err := b(env)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
+}
+
+// BuildAll builds every service on one environment (`membus up`): the same builders the
+// single-service commands use.
+func BuildAll(env *Env) ([]Runnable, error) {
+	out := make([]Runnable, 0, len(Services))
+	for _, name := range Services {
+		s, err := Build(env, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Ingest builds the ingest service.
+func Ingest(env *Env) (*ingest.Service, error) {
+	cfg := ingest.Defaults()
+	cfg.CommitTokenThreshold = env.Config.CommitTokenThreshold
+	cfg.BypassSessionPatterns = config.SplitList(env.Config.BypassSessionPatterns)
+	cfg.AgentPrefix = env.Config.AgentPrefix
+	cfg.RedactPatterns = config.SplitList(env.Config.RedactPatterns)
+	cfg.IdleCommit = env.Config.IdleCommitDuration()
+	return ingest.New(cfg, ingest.Deps{
+		JS: env.JS, Names: env.Names, Store: env.Store, Sessions: env.Sessions, Metrics: env.Metrics("ingest"),
+		Logger: env.Logger.With("service", "ingest"), KickOutbox: env.Relay.Kick, Probes: env.Probes("redis", "nats"),
+	})
+}
+
+// Extract builds the extract service. With MEMBUS_LLM_BASE_URL set, memories are extracted by
+// the LLM extractor on that endpoint (falling back to the heuristic one per batch when it
+// fails); otherwise by the heuristic one.
+func Extract(env *Env) (*extract.Service, error) {
+	cfg := extract.Defaults()
+	cfg.KeepRecent = env.Config.KeepRecent
+	m := env.Metrics("extract")
+	logger := env.Logger.With("service", "extract")
+	var extractor memory.Extractor = memory.NewHeuristic()
+	if env.Config.LLMBaseURL != "" {
+		client, err := llm.New(llm.Config{BaseURL: env.Config.LLMBaseURL, Model: env.Config.LLMModel, APIKey: env.Config.LLMAPIKey,
+			Logger: logger.With("component", "llm")}, m)
+		if err != nil {
+			return nil, err
+		}
+		extractor = memory.NewLLM(client, m, memory.WithLogger(logger.With("component", "extractor")))
+		logger.Info("memory extraction by LLM", "model", env.Config.LLMModel, "fallback", "heuristic")
+	}
+	return extract.New(cfg, extract.Deps{
+		NC: env.NC, JS: env.JS, Names: env.Names, Store: env.Store, Locker: env.Locker,
+		Extractor: extractor, Embedder: env.Embedder, Vectors: env.Vectors,
+		Metrics: m, Logger: logger,
+		KickOutbox: env.Relay.Kick, Probes: env.Probes("redis", "nats"),
+	})
+}
+
+// Recall builds the recall service.
+func Recall(env *Env) (*recall.Service, error) {
+	cfg, err := recall.ConfigFrom(recall.Defaults(), env.Config)
+	if err != nil {
+		return nil, err
+	}
+	return recall.New(cfg, recall.Deps{
+		NC: env.NC, Names: env.Names, Store: env.Store, Sessions: env.Sessions, Embedder: env.Embedder, Vectors: env.Vectors,
+		Metrics: env.Metrics("recall"), Logger: env.Logger.With("service", "recall"), KickOutbox: env.Relay.Kick,
+	})
+}
+
+// Summarizer builds the summarizer service. With MEMBUS_LLM_BASE_URL set, overviews and
+// digests are written by the LLM summarizer on that endpoint (falling back to the extractive
+// one when it fails); otherwise by the extractive one. The schedule runs in MEMBUS_TZ.
+func Summarizer(env *Env) (*summarizer.Service, error) {
+	cfg := summarizer.Defaults()
+	cfg.Location = env.Config.Location()
+	m := env.Metrics("summarizer")
+	logger := env.Logger.With("service", "summarizer")
+	var sum summarizer.Summarizer = summarizer.Extractive{}
+	if env.Config.LLMBaseURL != "" {
+		client, err := llm.New(llm.Config{BaseURL: env.Config.LLMBaseURL, Model: env.Config.LLMModel, APIKey: env.Config.LLMAPIKey,
+			Logger: logger.With("component", "llm")}, m)
+		if err != nil {
+			return nil, err
+		}
+		sum = summarizer.NewLLM(client, summarizer.Extractive{}, m, logger.With("component", "llm-summarizer"))
+		logger.Info("summaries by LLM", "model", env.Config.LLMModel, "fallback", "extractive")
+	}
+	return summarizer.New(cfg, summarizer.Deps{
+		NC: env.NC, JS: env.JS, Names: env.Names, Store: env.Store, Locker: env.Locker,
+		Embedder: env.Embedder, Vectors: env.Vectors, Summarizer: sum,
+		Metrics: m, Logger: logger,
+		KickOutbox: env.Relay.Kick, Probes: env.Probes("redis", "nats"),
+	})
+}
+
+// Gateway builds the HTTP gateway. Its /readyz checks the NATS connection itself and these
+// probes besides it.
+func Gateway(env *Env) (*gateway.Service, error) {
+	cfg := gateway.Defaults()
+	cfg.Addr = env.Config.HTTPAddr
+	cfg.InsecureNoAuth = env.Config.InsecureNoAuth
+	cfg.RateLimit, cfg.RateBurst = float64(env.Config.RateLimit), env.Config.RateBurst
+	deps := gateway.Deps{
+		NC: env.NC, JS: env.JS, Names: env.Names, Keys: env.Store, Metrics: env.Metrics("gateway"),
+		Logger: env.Logger.With("service", "gateway"), Ready: env.Probes("sql", "redis"), MetricsHandler: env.MetricsHandler(),
+	}
+	if env.Redis != nil { // a typed nil must not become a non-nil interface
+		deps.Redis = env.Redis
+	}
+	return gateway.New(cfg, deps)
+}
