@@ -280,7 +280,7 @@ func (s *Service) index(ctx context.Context, epoch int64, a store.Archive) error
 }
 
 // archiveAbstract is the one-line abstract a commit answers with (≤ 256 chars): what the
-// archive taught, most important memories first, else the first thing the user said.
+// archive taught, most important memories first, else what the user said.
 func archiveAbstract(msgs []store.Message, mems []store.Memory) string {
 	byImportance := slices.Clone(mems)
 	slices.SortStableFunc(byImportance, func(x, y store.Memory) int { return cmp.Compare(y.Importance, x.Importance) })
@@ -289,18 +289,30 @@ func archiveAbstract(msgs []store.Message, mems []store.Memory) string {
 		if len(parts) == 3 {
 			break
 		}
-		parts = append(parts, strings.TrimRight(m.Text, ". "))
+		parts = append(parts, sentence(m.Text))
 	}
 	if len(parts) == 0 {
 		for _, m := range msgs {
-			if m.Role == "user" && strings.TrimSpace(m.Content) != "" {
-				parts = append(parts, m.Content)
-				break
+			if m.Role == "user" && strings.TrimSpace(m.Content) != "" && len(parts) < 3 {
+				parts = append(parts, sentence(m.Content))
 			}
 		}
+		if len(parts) > 0 {
+			return memory.Abstract("The user said: " + strings.Join(parts, " "))
+		}
+		if len(msgs) == 1 {
+			return "1 archived message."
+		}
+		return fmt.Sprintf("%d archived messages.", len(msgs))
 	}
-	if len(parts) == 0 {
-		return fmt.Sprintf("%d archived messages", len(msgs))
+	return memory.Abstract(strings.Join(parts, " "))
+}
+
+// sentence is text on one line, ending with a full stop unless it ends with punctuation.
+func sentence(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if text == "" || strings.ContainsRune(".!?…", []rune(text)[len([]rune(text))-1]) {
+		return text
 	}
-	return memory.Abstract(strings.Join(parts, "; ") + ".")
+	return text + "."
 }
