@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tests of the OpenClaw plugin: installs its npm packages from the lockfile (with Node 24 first
-# on PATH: openclaw@2026.9.6 needs Node >= 24.16), builds bin/membus, then
-# runs the unit tests and the integration test (OpenClaw's real plugin loader against
-# `membus up`). Caches live outside the clone (~/.cache/membus) so repeat runs are fast.
+# on PATH: openclaw@2026.9.6 needs Node >= 24.16), builds bin/membus, then runs the unit tests,
+# the integration test (OpenClaw's plugin loader against `membus up`) and the real-host test
+# (OpenClaw's gateway and agent runner with the plugin installed as the README says, a fake model
+# on loopback). Caches live outside the clone (~/.cache/membus) so repeat runs are fast.
 set -euo pipefail
 plugin="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 root="$(cd "$plugin/../.." && pwd)"
@@ -45,9 +46,22 @@ if [ -z "${MEMBUS_BIN:-}" ]; then
   (cd "$root/services/membus" && go build -o "$root/bin/membus" .)
 fi
 
+# The real-host test runs OpenClaw's own CLI, gateway and agent runner. OpenClaw completes its
+# package lifecycle (postinstall) on its first start by writing into its own package, so it runs
+# from a copy of node_modules kept in the cache per lockfile, never from this checkout's.
+host="$cache/openclaw-host/$(echo "$want" | sha256sum | cut -c1-16)"
+if [ ! -x "$host/node_modules/.bin/openclaw" ]; then
+  say "OpenClaw host copy into $host"
+  rm -rf "$cache/openclaw-host" && mkdir -p "$host"
+  cp -a "$plugin/node_modules" "$host/"
+fi
+export OPENCLAW_HOST_BIN="$host/node_modules/.bin/openclaw"
+OPENCLAW_OFFLINE=1 OPENCLAW_NO_AUTO_UPDATE=1 OPENCLAW_HOME="$(mktemp -d)" "$OPENCLAW_HOST_BIN" --version >/dev/null
+export MEMBUS_BIN="${MEMBUS_BIN:-$root/bin/membus}"
+
 cd "$plugin"
 say "typecheck (JSDoc types against openclaw's .d.ts)"
 node node_modules/typescript/bin/tsc -p jsconfig.json
 
-say "tests"
-node --test --test-force-exit --test-reporter=spec test/unit/*.test.js test/integration/*.test.js
+say "tests (unit, integration, and the real OpenClaw host)"
+node --test --test-force-exit --test-reporter=spec test/unit/*.test.js test/integration/*.test.js test/host/*.test.js

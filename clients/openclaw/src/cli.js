@@ -4,6 +4,7 @@
 // status reports the resolved config and whether membus answers.
 import { readFileSync } from "node:fs";
 import { resolveConfig } from "./config.js";
+import { openClawSessionId } from "./ids.js";
 import { createNatsTransport } from "./transport.js";
 
 /** Session id of the status probe: membus answers not_found for it, which proves the round trip. */
@@ -21,8 +22,11 @@ export function registerMembusCli(ctx) {
   root.command("status")
     .description("Show the membus plugin's configuration and check that membus answers")
     .option("--json", "print JSON")
+    .option("--session-id <id>", "also show what membus holds of this OpenClaw session (`openclaw sessions --json` lists ids and keys)")
+    .option("--session-key <key>", "the session's key, with --session-id")
     .action(async (/** @type {any} */ opts) => {
-      const report = await status(ctx.api?.runtime?.config?.current?.() ?? ctx.config ?? {}, ctx.env, ctx.transportFor);
+      const session = opts.sessionId ? { sessionId: String(opts.sessionId), sessionKey: opts.sessionKey ? String(opts.sessionKey) : undefined } : undefined;
+      const report = await status(ctx.api?.runtime?.config?.current?.() ?? ctx.config ?? {}, ctx.env, ctx.transportFor, undefined, session);
       if (opts.json) out(JSON.stringify(report, null, 2) + "\n");
       else out(formatStatus(report));
       if (!report.ok) process.exitCode = 1;
@@ -134,15 +138,18 @@ function redactEntry(entry) {
  * @property {number} [latencyMs] round trip of the probe RPC
  * @property {string} [error]
  * @property {string[]} problems config problems (defaults used)
+ * @property {{ sessionId: string, sessionKey?: string, storageId: string, found: boolean, messageCount?: number,
+ *   pendingTokens?: number, commitCount?: number, memories?: Record<string, number>, error?: string }} [session]
  */
 
 /**
  * Resolves the plugin's config from an OpenClaw config and probes membus with one RPC.
  * @param {any} ocConfig @param {Record<string, string | undefined>} env
  * @param {((c: any) => any) | undefined} transportFor @param {Record<string, string>} [override]
+ * @param {{ sessionId: string, sessionKey?: string }} [session] an OpenClaw session to look up
  * @returns {Promise<StatusReport>}
  */
-export async function status(ocConfig, env, transportFor, override) {
+export async function status(ocConfig, env, transportFor, override, session) {
   const entry = ocConfig?.plugins?.entries?.membus;
   const { config, problems } = resolveConfig({ ...(entry?.config ?? {}), ...(override ?? {}) }, env);
   /** @type {StatusReport} */
@@ -168,10 +175,19 @@ export async function status(ocConfig, env, transportFor, override) {
     const code = /** @type {any} */ (e)?.code;
     if (code === "not_found") report.ok = true; // the recall service answered
     else report.error = e instanceof Error ? e.message : String(e);
-  } finally {
-    report.latencyMs = Date.now() - t0;
-    await transport.close().catch(() => {});
   }
+  report.latencyMs = Date.now() - t0;
+  if (session && report.ok) {
+    const storageId = openClawSessionId(session.sessionId, session.sessionKey);
+    report.session = { ...session, storageId, found: false };
+    try {
+      const r = await transport.request("session.get", { v: 1, user_id: config.user, session_id: storageId }, config.timeouts.contextMs);
+      Object.assign(report.session, { found: true, messageCount: r?.message_count, pendingTokens: r?.pending_tokens, commitCount: r?.commit_count, memories: r?.memories ?? {} });
+    } catch (e) {
+      if (/** @type {any} */ (e)?.code !== "not_found") report.session.error = e instanceof Error ? e.message : String(e);
+    }
+  }
+  await transport.close().catch(() => {});
   return report;
 }
 
@@ -183,6 +199,12 @@ export function formatStatus(r) {
     `  tenant: account ${r.account}, user ${r.user}, subject prefix ${r.subjectPrefix}`,
     `  slots:  contextEngine ${r.contextEngineSlot ?? "(default)"}${r.contextEngineSlot === "membus" ? "" : " — run `openclaw membus setup` to select membus"}, memory ${r.memorySlot ?? "(default: memory-core)"}`,
   ];
+  if (r.session) {
+    const x = r.session;
+    lines.push(x.found
+      ? `  session ${x.sessionId}: membus id ${x.storageId}, ${x.messageCount} messages, ${x.pendingTokens} pending tokens, ${x.commitCount} commits, memories ${JSON.stringify(x.memories)}`
+      : `  session ${x.sessionId}: membus id ${x.storageId}, ${x.error ? `lookup failed: ${x.error}` : "not seen by membus yet"}`);
+  }
   for (const p of r.problems) lines.push(`  config: ${p}`);
   return lines.join("\n") + "\n";
 }

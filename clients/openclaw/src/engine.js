@@ -7,8 +7,9 @@ import { CONTEXT_MARKER, contentText, stripInjected } from "./messages.js";
 export const ENGINE_ID = "membus";
 const RECALL_MARKER = "<relevant-memories";
 const MAX_QUERY_CHARS = 4000;
-/** How long a recall answer is reused for the same session and query (one turn's model calls). */
-const RECALL_CACHE_MS = 120_000;
+/** How long a recall answer is reused for the same session and query: the model calls of one
+ * turn (tool loops, retries). memory_store and memory_forget clear it. */
+const RECALL_CACHE_MS = 60_000;
 /** System event lines the host puts in front of a prompt ("System: [ts] ⚙️ Compacted …"). */
 const SYSTEM_EVENT_LINE_RE = /^System: \[[^\]]*\].*$/gm;
 

@@ -26,7 +26,11 @@ export function createPlugin(overrides = {}) {
       // `openclaw membus …`: its descriptors are needed even when only CLI metadata is loaded,
       // where the runtime (and so NATS) is off limits.
       api.registerCli?.((/** @type {any} */ ctx) => registerMembusCli({ ...ctx, api, env }), {
-        descriptors: [{ name: "membus", description: "Set up and check the membus memory engine", hasSubcommands: true }],
+        descriptors: [{
+          name: "membus", description: "Set up and check the membus memory engine", hasSubcommands: true,
+          // --json output is for machines: OpenClaw keeps its own diagnostics off stdout then.
+          machineOutput: (/** @type {{ argv: readonly string[] }} */ p) => p.argv.includes("--json"),
+        }],
       });
       if (mode === "cli-metadata" || mode === "setup-only") return;
 
@@ -81,7 +85,7 @@ export async function commitSession(rt, ref, why) {
       kind: "sync", wait: false, keep_recent: 0,
     }, rt.config.timeouts.commitMs);
     rt.stats.sessionCommits++;
-    rt.logger.debug?.(`membus: ${why}: session ${s.storageId} committed (${res?.status ?? "?"})`);
+    rt.logger.info(`membus: ${why}: session ${s.storageId} committed (${res?.status ?? "?"})`);
     return res;
   } catch (err) {
     rt.fail(`commit.${why}`, err);

@@ -97,6 +97,7 @@ export function createTools(rt, ctx = {}) {
         const at = rt.now();
         const r = await rt.publishTurn(store, [{ role: "user", content: text, timestamp: at.getTime(), id: "store-" + msgId(store.storageId, text, at.toISOString()).slice(0, 32) }], {});
         if (r.queued) return answer("membus is not reachable right now; the memory is queued and will be stored when it is back.", { queued: true });
+        rt.recallCache.clear(); // what auto-recall answered earlier in this turn may be stale now
         const res = await rt.rpc("commit", {
           request_id: "store-" + msgId(store.storageId, text, at.toISOString()).slice(0, 40), user_id: config.user, agent_id: s.agentId,
           session_id: store.storageId, kind: "store", wait: true, keep_recent: 0, timeout_ms: timeout,
@@ -131,6 +132,7 @@ export function createTools(rt, ctx = {}) {
           }
           id = strong[0].id;
         }
+        rt.recallCache.clear(); // a forgotten memory is never injected again from an earlier answer
         const res = await rt.rpc("memories.forget", { user_id: config.user, memory_id: id }, timeout);
         const gone = Array.isArray(res?.items) ? res.items : [];
         return answer(`Forgot ${gone.length ? gone.map((/** @type {any} */ it) => `[${it.id}] ${it.text}`).join("; ") : id}.`, { deleted: gone.map((/** @type {any} */ it) => it.id) });
@@ -209,7 +211,15 @@ export function createTools(rt, ctx = {}) {
       execute: async (/** @type {string} */ _id, /** @type {any} */ p) => run("memory_summary", async () => {
         const period = ["day", "week", "month"].includes(p?.period) ? p.period : "day";
         const body = { user_id: config.user, agent_id: s.agentId, period, ...(typeof p?.date === "string" && p.date ? { date: p.date } : {}) };
-        const r = await rt.rpc("summary", body, timeout);
+        let r;
+        try {
+          r = await rt.rpc("summary", body, timeout);
+        } catch (err) {
+          // No digest for that period yet is an answer, not a failure: say which one and when.
+          if (/** @type {any} */ (err)?.code !== Codes.notFound) throw err;
+          const msg = String(/** @type {any} */ (err).message ?? "").replace(/^rpc summary:\s*/, "").replace(/:\s*not found$/, "");
+          return answer(`${msg.charAt(0).toUpperCase()}${msg.slice(1)}. Use memory_recall for what was said recently.`, { code: "no_digest" });
+        }
         const text = r?.text ?? r?.summary ?? r?.digest?.text ?? (Array.isArray(r?.items) ? r.items.map((/** @type {any} */ it) => it.text).join("\n\n") : "");
         return answer(text ? String(text) : `No ${period} digest yet.`, r);
       }, true),

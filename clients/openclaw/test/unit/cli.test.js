@@ -3,6 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { applySetup, formatStatus, setupEntry, status } from "../../src/cli.js";
 import { fakeTransport } from "./helpers.js";
@@ -47,4 +48,19 @@ test("status: reachable when membus answers the probe (not_found is an answer), 
   assert.equal(d.ok, false);
   assert.match(d.error, /connection refused/);
   assert.match(formatStatus(d), /NOT reachable[\s\S]*run `openclaw membus setup`/);
+});
+
+test("status --session-id: the membus id of an OpenClaw session and what membus holds of it", async () => {
+  const sessions = new Map([[createHash("sha256").update("agent:main:explicit:abc").digest("hex"), { v: 1, message_count: 4, pending_tokens: 20, commit_count: 1, memories: { profile: 1 } }]]);
+  const t = fakeTransport({ "session.get": (b) => {
+    const s = sessions.get(b.session_id);
+    if (!s) throw new MembusError("not_found", "not found");
+    return s;
+  } });
+  const r = await status({}, {}, () => t, undefined, { sessionId: "abc", sessionKey: "agent:main:explicit:abc" });
+  assert.deepEqual(r.session, { sessionId: "abc", sessionKey: "agent:main:explicit:abc", storageId: createHash("sha256").update("agent:main:explicit:abc").digest("hex"), found: true, messageCount: 4, pendingTokens: 20, commitCount: 1, memories: { profile: 1 } });
+  const uuid = await status({}, {}, () => t, undefined, { sessionId: "3F2504E0-4F89-11D3-9A0C-0305E82C3301", sessionKey: "agent:main:main" });
+  assert.equal(uuid.session.storageId, "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "a UUID session id is the membus id, lower-cased");
+  assert.equal(uuid.session.found, false);
+  assert.match(formatStatus(uuid), /not seen by membus yet/);
 });

@@ -122,3 +122,14 @@ test("server errors become answers, not throws", async () => {
   const out = await get("memory_forget").execute("c1", { memory_id: "nope" });
   assert.match(out.content[0].text, /^Not found/);
 });
+
+test("memory_summary without a date asks for today and says when no digest exists yet", async () => {
+  const { get, transport } = tools({
+    summary: () => { throw new MembusError("not_found", "rpc summary: no day digest for 2026-12-01 yet (a digest is built by the scheduled job after its period ends): not found"); },
+  });
+  const m = await get("memory_summary").execute("c1", {});
+  assert.equal(transport.requests[0].body.date, undefined, "the server picks today in its time zone");
+  assert.equal(transport.requests[0].body.period, "day");
+  assert.match(m.content[0].text, /^No day digest for 2026-12-01 yet \(a digest is built by the scheduled job after its period ends\)\. Use memory_recall/);
+  assert.equal(m.details.code, "no_digest");
+});
