@@ -10,8 +10,9 @@ RUN_ARGS ?=
 
 # One binary: `membus up` runs everything, `membus <service>` one service. -trimpath and a
 # stripped symbol table (-s -w) keep it small; the version and commit come from the build info.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+VERSION ?= $(shell git describe --tags --abbrev=0 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 build:
 	@mkdir -p $(BIN)
 	cd services/membus && $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o ../../$(BIN)/membus .

@@ -5,7 +5,6 @@ package config
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,6 +30,8 @@ type Config struct {
 	DataDir, HTTPAddr, NATSListen, NATSURL, NATSToken, NATSSync, RedisURL, MySQLDSN, QdrantURL,
 	SubjectPrefix, Embedder, ModelDir, EmbedBaseURL, EmbedModel, EmbedAPIKey, LLMBaseURL, LLMModel,
 	LLMAPIKey, InstanceID, TZ, LogLevel string
+	// LogFormat is "auto" (text on a terminal, JSON otherwise), "text" or "json".
+	LogFormat      string
 	InsecureNoAuth bool
 	// CommitTokenThreshold is the default pending-token threshold of a commit (2000–200000).
 	CommitTokenThreshold int
@@ -75,6 +76,7 @@ func Defaults() Config {
 		InstanceID:           defaultInstanceID(),
 		TZ:                   "Local",
 		LogLevel:             "info",
+		LogFormat:            "auto",
 		CommitTokenThreshold: 20000,
 		KeepRecent:           10,
 		IdleCommit:           "30m",
@@ -143,6 +145,7 @@ func (c *Config) fields() []field {
 		{key: "instance_id", str: &c.InstanceID, help: "instance id, [A-Za-z0-9_-]{1,64} (default host-pid)"},
 		{key: "tz", str: &c.TZ, help: "time zone of scheduled digests (IANA name, Local or UTC)"},
 		{key: "log_level", str: &c.LogLevel, help: "log level: debug, info, warn or error"},
+		{key: "log_format", str: &c.LogFormat, help: `log format: "auto" (text on a terminal, else JSON), "text" or "json"`},
 		{key: "insecure_no_auth", b: &c.InsecureNoAuth, help: "accept HTTP requests without an API key (loopback only)"},
 		{key: "commit_token_threshold", n: &c.CommitTokenThreshold, help: "pending tokens that trigger a commit (2000-200000)"},
 		{key: "keep_recent", n: &c.KeepRecent, help: "newest messages kept active after an automatic commit"},
@@ -169,8 +172,16 @@ func (c *Config) fieldByKey(key string) (field, bool) {
 	return field{}, false
 }
 
+// FlagSet is where RegisterFlags defines the keys: the standard library's *flag.FlagSet and
+// spf13/pflag's *FlagSet (the CLI's) both are one.
+type FlagSet interface {
+	StringVar(p *string, name, value, usage string)
+	BoolVar(p *bool, name string, value bool, usage string)
+	IntVar(p *int, name string, value int, usage string)
+}
+
 // RegisterFlags defines every key as a kebab-case flag whose default is c's current value.
-func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+func (c *Config) RegisterFlags(fs FlagSet) {
 	for _, f := range c.fields() {
 		usage := f.help + " (" + f.env() + ")"
 		switch {

@@ -335,7 +335,7 @@ func TestWriteYAMLRoundTripsWithSources(t *testing.T) {
 
 func TestNewLogger(t *testing.T) {
 	var buf bytes.Buffer
-	log := NewLogger(&buf, "warn", "ingest", "host-1")
+	log := NewLogger(&buf, "warn", "auto", "ingest", "host-1")
 	log.Info("hidden")
 	log.Warn("shown", "n", 1)
 	out := buf.String()
@@ -346,5 +346,23 @@ func TestNewLogger(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("JSON log (not a terminal) lacks %s: %s", want, out)
 		}
+	}
+}
+
+func TestLogFormat(t *testing.T) {
+	for _, tc := range []struct {
+		name, format, want string
+	}{
+		{"auto on a non-terminal is JSON", "auto", `"msg":"hello"`},
+		{"json when asked", "json", `"msg":"hello"`},
+		{"text when asked, even on a non-terminal", "text", `msg=hello`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			NewLogger(&buf, "info", tc.format, "", "").Info("hello")
+			if !strings.Contains(buf.String(), tc.want) {
+				t.Errorf("format %s wrote %q, want %s", tc.format, buf.String(), tc.want)
+			}
+		})
 	}
 }

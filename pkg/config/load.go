@@ -20,7 +20,14 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return FromFlags(flagged, func(name string) bool { return set[name] }, getenv)
+}
 
+// FromFlags builds the configuration after a command line was parsed into flagged (the Config
+// whose RegisterFlags defined the flags): the flags for which changed reports true win over
+// MEMBUS_* environment variables, which win over the YAML file (--config / MEMBUS_CONFIG),
+// which wins over Defaults. The result is validated.
+func FromFlags(flagged Config, changed func(flag string) bool, getenv func(string) string) (Config, error) {
 	c := Defaults()
 	c.sources = map[string]string{}
 	flagFields := flagged.fields()
@@ -29,7 +36,7 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	// The file is named by the flag, else the env var.
 	cfgField, _ := c.fieldByKey("config")
 	switch {
-	case set[cfgField.flag()]:
+	case changed(cfgField.flag()):
 		c.ConfigFile, c.sources["config"] = flagged.ConfigFile, SourceFlag
 	case getenv(cfgField.env()) != "":
 		c.ConfigFile, c.sources["config"] = getenv(cfgField.env()), SourceEnv
@@ -55,7 +62,7 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 		}
 	}
 	for i, f := range fields {
-		if f.key == "config" || !set[f.flag()] {
+		if f.key == "config" || !changed(f.flag()) {
 			continue
 		}
 		if err := f.set(flagFields[i].String()); err != nil {

@@ -9,13 +9,14 @@ import (
 	"github.com/mattn/go-isatty"
 )
 
-// NewLogger returns the structured logger of a service: human-readable text when w is a
-// terminal, JSON otherwise, with service and instance attributes on every record. An unknown
-// level means info (Validate reports it).
-func NewLogger(w io.Writer, level, service, instance string) *slog.Logger {
+// NewLogger returns the structured logger of a service: in format "auto" human-readable text
+// when w is a terminal and JSON otherwise ("text" and "json" force one), with service and
+// instance attributes on every record. An unknown level means info, an unknown format auto
+// (Validate reports both).
+func NewLogger(w io.Writer, level, format, service, instance string) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: parseLevel(level)}
 	var h slog.Handler
-	if f, ok := w.(*os.File); ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+	if format == "text" || (format != "json" && isTerminal(w)) {
 		h = slog.NewTextHandler(w, opts)
 	} else {
 		h = slog.NewJSONHandler(w, opts)
@@ -28,6 +29,16 @@ func NewLogger(w io.Writer, level, service, instance string) *slog.Logger {
 		l = l.With("instance", instance)
 	}
 	return l
+}
+
+// Logger is NewLogger with c's level and format.
+func (c Config) Logger(w io.Writer, service string) *slog.Logger {
+	return NewLogger(w, c.LogLevel, c.LogFormat, service, c.InstanceID)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 func parseLevel(s string) slog.Level {

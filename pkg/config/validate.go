@@ -119,6 +119,7 @@ func (c Config) Validate() error {
 		bad("tz", "unknown time zone %q: %v", c.TZ, err)
 	}
 	oneOf("log_level", strings.ToLower(c.LogLevel), "debug", "info", "warn", "error")
+	oneOf("log_format", c.LogFormat, "auto", "text", "json")
 	if c.InsecureNoAuth && !isLoopback(c.HTTPAddr) {
 		bad("insecure_no_auth", "is allowed only when the HTTP address is loopback, and %s is %q", "MEMBUS_HTTP_ADDR", c.HTTPAddr)
 	}

@@ -1,26 +1,23 @@
 package main
 
 import (
-	"fmt"
-	"io"
+	"github.com/spf13/cobra"
 
-	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/cli"
 )
 
-// configCmd prints the effective configuration with secrets redacted.
-func configCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "print" {
-		fmt.Fprintln(stderr, "usage: membus config print [flags]")
-		return 2
+// configCommand prints the effective configuration with secrets redacted.
+func configCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "config", Short: "show the effective configuration"}
+	print := &cobra.Command{Use: "print", Short: "print the effective configuration as YAML, secrets redacted, each key's source beside it", Args: cli.NoArgs}
+	load := withConfig(print)
+	print.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := load()
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		return cfg.Redacted().WriteYAML(cmd.OutOrStdout())
 	}
-	cfg, err := app.LoadConfig("membus config print", args[1:], stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "membus config: %v\n", err)
-		return 2
-	}
-	if err := cfg.Redacted().WriteYAML(stdout); err != nil {
-		fmt.Fprintf(stderr, "membus config: %v\n", err)
-		return 1
-	}
-	return 0
+	cmd.AddCommand(print)
+	return cmd
 }

@@ -2,79 +2,128 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/cli"
 )
 
-// keys manages API keys in the store the server uses; a running gateway looks keys up in the
-// store on every request, so a new or revoked key takes effect at once.
-func keys(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: membus keys create|list|revoke …")
-		return 2
-	}
-	sub, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("membus keys "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	account := fs.String("account", "", "account (tenant) id")
-	user := fs.String("user", "", "user id (required for role user)")
-	role := fs.String("role", "user", "user | admin | operator")
-	name := fs.String("name", "", "a label for the key")
-	cfg, err := config.Load(fs, flagsFirst(rest), os.Getenv)
+// keysCommand manages API keys in the store the server uses; a running gateway looks keys up
+// in the store on every request, so a new or revoked key takes effect at once.
+func keysCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "keys", Short: "create, list and revoke API keys (works while membus runs)"}
+	cmd.AddCommand(keysCreateCommand(), keysListCommand(), keysRevokeCommand())
+	return cmd
+}
+
+// withStore runs f on the store the configuration names.
+func withStore(load func() (config.Config, error), f func(ctx context.Context, st *store.Store) error) error {
+	cfg, err := load()
 	if err != nil {
-		fmt.Fprintf(stderr, "membus keys: %v\n", err)
-		return 2
+		return cli.Usagef("%v", err)
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	st, err := app.OpenStore(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "membus keys: %v\n", err)
-		return 1
+		return err
 	}
 	defer st.Close()
-	switch sub {
-	case "create":
-		key, _, err := st.CreateKey(ctx, *account, *user, *role, *name)
-		if err != nil {
-			fmt.Fprintf(stderr, "membus keys create: %v\n", err)
-			return 1
-		}
-		fmt.Fprintln(stdout, key)
-	case "list":
-		ks, err := st.ListKeys(ctx, *account)
-		if err != nil {
-			fmt.Fprintf(stderr, "membus keys list: %v\n", err)
-			return 1
-		}
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tACCOUNT\tUSER\tROLE\tNAME\tCREATED\tREVOKED")
-		for _, k := range ks {
-			revoked := "-"
-			if k.RevokedAt != nil {
-				revoked = k.RevokedAt.UTC().Format("2006-01-02 15:04")
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.AccountID, k.UserID, k.Role, k.Name, k.CreatedAt.UTC().Format("2006-01-02 15:04"), revoked)
-		}
-		w.Flush()
-	case "revoke":
-		if fs.NArg() != 1 {
-			fmt.Fprintln(stderr, "usage: membus keys revoke ID")
-			return 2
-		}
-		if err := st.RevokeKey(ctx, fs.Arg(0)); err != nil {
-			fmt.Fprintf(stderr, "membus keys revoke %s: %v\n", fs.Arg(0), err)
-			return 1
-		}
-		fmt.Fprintln(stdout, "revoked", fs.Arg(0))
-	default:
-		fmt.Fprintf(stderr, "membus keys: unknown subcommand %q (create, list, revoke)\n", sub)
-		return 2
+	return f(ctx, st)
+}
+
+func keysCreateCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "create a key and print it alone on stdout (it is shown once)",
+		Example: `  membus keys create --account acme --user alice --role user
+  membus keys create --account acme --role admin      # acts for any user of acme (X-Membus-User)`,
+		Args: cli.NoArgs,
 	}
-	return 0
+	account := cmd.Flags().String("account", "", "account (tenant) id (required)")
+	user := cmd.Flags().String("user", "", "user id (required for role user)")
+	role := cmd.Flags().String("role", "user", "user | admin | operator")
+	name := cmd.Flags().String("name", "", "a label for the key")
+	load := withConfig(cmd, storeFlags...)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return withStore(load, func(ctx context.Context, st *store.Store) error {
+			key, _, err := st.CreateKey(ctx, *account, *user, *role, *name)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), key)
+			return err
+		})
+	}
+	return cmd
+}
+
+// keyJSON is a key as `membus keys list --json` prints it.
+type keyJSON struct {
+	ID        string     `json:"id"`
+	AccountID string     `json:"account_id"`
+	UserID    string     `json:"user_id,omitempty"`
+	Role      string     `json:"role"`
+	Name      string     `json:"name,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+func keysListCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "list", Aliases: []string{"ls"}, Short: "list keys (never the keys themselves)", Args: cli.NoArgs}
+	account := cmd.Flags().String("account", "", "only this account's keys")
+	asJSON := cmd.Flags().Bool("json", false, "print a JSON array ([] when there are none)")
+	load := withConfig(cmd, storeFlags...)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return withStore(load, func(ctx context.Context, st *store.Store) error {
+			ks, err := st.ListKeys(ctx, *account)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				out := make([]keyJSON, 0, len(ks))
+				for _, k := range ks {
+					out = append(out, keyJSON(k))
+				}
+				return writeJSON(cmd.OutOrStdout(), out)
+			}
+			return writeKeys(cmd.OutOrStdout(), ks)
+		})
+	}
+	return cmd
+}
+
+func writeKeys(w io.Writer, ks []store.APIKey) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tACCOUNT\tUSER\tROLE\tNAME\tCREATED\tREVOKED")
+	for _, k := range ks {
+		revoked := "-"
+		if k.RevokedAt != nil {
+			revoked = k.RevokedAt.UTC().Format("2006-01-02 15:04")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.AccountID, k.UserID, k.Role, k.Name, k.CreatedAt.UTC().Format("2006-01-02 15:04"), revoked)
+	}
+	return tw.Flush()
+}
+
+func keysRevokeCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "revoke ID", Short: "revoke a key at once (ID from membus keys list)", Args: cli.ExactArgs(1, "ID")}
+	load := withConfig(cmd, storeFlags...)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return withStore(load, func(ctx context.Context, st *store.Store) error {
+			if err := st.RevokeKey(ctx, args[0]); err != nil {
+				return fmt.Errorf("revoke %s: %w", args[0], err)
+			}
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "revoked", args[0])
+			return err
+		})
+	}
+	return cmd
 }

@@ -1,88 +1,63 @@
 // Command membus is the one binary of membus: `membus up` runs everything embedded, `membus
 // <service>` runs one service against external NATS/MySQL/Redis, and the rest are operator
-// tools (keys, dlq, tail, config).
+// tools (keys, dlq, tail, config) and measurements (bench, eval).
+//
+// The command line is built on spf13/cobra, the library of kubectl, docker and gh: it gives
+// every command its own --help (exit 0), subcommand suggestions, `membus completion
+// bash|zsh|fish|powershell`, and flags that may follow positional arguments.
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
-	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/benches"
+	"github.com/membus/membus/services/membus/internal/cli"
+	"github.com/membus/membus/services/membus/internal/eval"
 )
-
-const usage = `membus — long-term memory and context engine for OpenClaw agents
-
-Usage:
-  membus up [flags]                 run every service in one process (embedded NATS, SQLite)
-  membus ingest|extract|recall|summarizer|gateway [flags]
-                                    run one service (distributed mode: MEMBUS_NATS_URL, MEMBUS_MYSQL_DSN, …)
-  membus keys create --account A [--user U] --role user|admin|operator [--name N]
-  membus keys list [--account A]
-  membus keys revoke ID
-  membus dlq ls [--filter SUBJECT] [--limit N] | show SEQ [--json] | replay SEQ
-  membus tail metrics|events
-  membus bench ingest [--count N] [--concurrency C] [--sync always|interval|both] [--json]
-  membus bench e2e [--count N] [--sync always|interval|both] [--json]
-  membus eval locomo --data FILE [--baseline bm25] [--limit-conversations N] [--embedder hash] [--json]
-  membus config print
-  membus version
-
-Every command takes the configuration flags (membus config print --help lists them) and the
-MEMBUS_* environment variables.
-`
-
-// version is set at build time (-ldflags "-X main.version=…").
-var version = "dev"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "up":
-		return up(rest, stdout, stderr)
-	case "ingest", "extract", "recall", "summarizer", "gateway":
-		return service(cmd, rest)
-	case "keys":
-		return keys(rest, stdout, stderr)
-	case "dlq":
-		return dlq(rest, stdout, stderr)
-	case "tail":
-		return tail(rest, stdout, stderr)
-	case "bench":
-		return benchCmd(rest, stdout, stderr)
-	case "eval":
-		return evalCmd(rest, stdout, stderr)
-	case "config":
-		return configCmd(rest, stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintln(stdout, "membus", version)
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "membus: unknown command %q\n\n%s", cmd, usage)
-		return 2
-	}
+	return cli.Run(newRoot(), args, stdout, stderr)
 }
 
-// flagsFirst moves leading positional arguments after the flags, so that `membus keys revoke
-// ID --data-dir D` and `membus dlq show SEQ --json` (the order the usage shows) parse: the flag
-// package stops at the first non-flag argument. "--" keeps the moved arguments positional.
-func flagsFirst(args []string) []string {
-	i := 0
-	for i < len(args) && !strings.HasPrefix(args[i], "-") {
-		i++
+// newRoot builds the command tree; every call returns a fresh tree (flags hold state).
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "membus",
+		Short: "membus — long-term memory and context engine for OpenClaw agents",
+		Long: `membus — long-term memory and context engine for OpenClaw agents.
+
+Every command that reads the configuration takes the configuration flags (listed under their
+own heading in its --help), the MEMBUS_* environment variables and an optional YAML file
+(--config); flags win over the environment, which wins over the file.`,
+		Version: versionLine(),
 	}
-	if i == 0 || i == len(args) {
-		return args
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddGroup(&cobra.Group{ID: "run", Title: "Run membus:"}, &cobra.Group{ID: "ops", Title: "Operate it:"},
+		&cobra.Group{ID: "measure", Title: "Measure it:"})
+	up := upCommand()
+	up.GroupID = "run"
+	root.AddCommand(up)
+	for _, name := range app.Services {
+		c := serviceCommand(name)
+		c.GroupID = "run"
+		root.AddCommand(c)
 	}
-	out := append([]string(nil), args[i:]...)
-	out = append(out, "--")
-	return append(out, args[:i]...)
+	for _, c := range []*cobra.Command{keysCommand(), dlqCommand(), tailCommand(), configCommand(), versionCommand()} {
+		c.GroupID = "ops"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{benches.Command(), eval.Command()} {
+		c.GroupID = "measure"
+		root.AddCommand(c)
+	}
+	root.SetHelpCommandGroupID("ops")
+	root.SetCompletionCommandGroupID("ops")
+	setUsage(root)
+	return root
 }

@@ -3,77 +3,76 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
 
-	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/cli"
 )
 
-// tail prints metrics snapshots or events live until Ctrl-C (or --for elapses).
-func tail(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "metrics" && args[0] != "events") {
-		fmt.Fprintln(stderr, "usage: membus tail metrics|events [--for DURATION]")
-		return 2
-	}
-	what := args[0]
-	fs := flag.NewFlagSet("membus tail "+what, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dur := fs.Duration("for", 0, "stop after this long (0: until Ctrl-C)")
-	cfg, err := config.Load(fs, args[1:], os.Getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "membus tail: %v\n", err)
-		return 2
-	}
-	ctx, stop := app.SignalContext()
-	defer stop()
-	if *dur > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *dur)
-		defer cancel()
-	}
-	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-	nc, _, names, err := app.Dial(dctx, cfg, "membus-tail")
-	dcancel()
-	if err != nil {
-		fmt.Fprintf(stderr, "membus tail: %v\n", err)
-		return 1
-	}
-	defer nc.Close()
-	lines := make(chan string, 256)
-	subject := names.Prefix + ".metrics.>"
-	format := formatMetrics
-	if what == "events" {
-		subject, format = names.Prefix+".events.>", formatEvent
-	}
-	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
-		select {
-		case lines <- format(m):
-		default: // a slow terminal drops lines rather than blocking the connection
+// tailCommand prints metrics snapshots or events live until Ctrl-C (or --for elapses). It
+// connects as every other command does (app.Dial: --nats-url and --nats-token, else the
+// embedded server of `membus up` on --nats-listen with the token in --data-dir).
+func tailCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "tail", Short: "print metrics snapshots or events live"}
+	cmd.AddCommand(tailSubcommand("metrics", "every service's metrics snapshot (every 5 s)", formatMetrics),
+		tailSubcommand("events", "domain events as they happen (commits, memories, archives, erasures)", formatEvent))
+	return cmd
+}
+
+func tailSubcommand(what, short string, format func(*nats.Msg) string) *cobra.Command {
+	cmd := &cobra.Command{Use: what, Short: short, Args: cli.NoArgs}
+	dur := cmd.Flags().Duration("for", 0, "stop after this long (0: until Ctrl-C)")
+	load := withConfig(cmd, busFlags...)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := load()
+		if err != nil {
+			return cli.Usagef("%v", err)
 		}
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "membus tail: %v\n", err)
-		return 1
-	}
-	defer sub.Unsubscribe()
-	fmt.Fprintf(stderr, "tailing %s (Ctrl-C to stop)\n", subject)
-	for {
-		select {
-		case <-ctx.Done():
-			return 0
-		case l := <-lines:
-			fmt.Fprintln(stdout, l)
+		ctx, stop := app.SignalContext()
+		defer stop()
+		if *dur > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *dur)
+			defer cancel()
+		}
+		dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+		nc, _, names, err := app.Dial(dctx, cfg, "membus-tail")
+		dcancel()
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		lines := make(chan string, 256)
+		subject := names.Prefix + "." + what + ".>"
+		sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+			select {
+			case lines <- format(m):
+			default: // a slow terminal drops lines rather than blocking the connection
+			}
+		})
+		if err != nil {
+			return err
+		}
+		// Closing the connection below ends the subscription too; its error changes nothing.
+		defer func() { _ = sub.Unsubscribe() }()
+		fmt.Fprintf(cmd.ErrOrStderr(), "tailing %s (Ctrl-C to stop)\n", subject)
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case l := <-lines:
+				fmt.Fprintln(cmd.OutOrStdout(), l)
+			}
 		}
 	}
+	return cmd
 }
 
 func formatMetrics(m *nats.Msg) string {

@@ -8,27 +8,46 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/cli"
 )
 
-// up runs every service in one process with embedded defaults. Ctrl-C (SIGINT) or SIGTERM
-// drains: in-flight batches finish and are acked, then the server shuts down.
-func up(args []string, stdout, stderr io.Writer) int {
-	start := time.Now()
-	cfg, err := app.LoadConfig("membus up", args, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "membus up: %v\n", err)
-		return 2
+func upCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "run every service in one process (embedded NATS, SQLite): the quick start",
+		Long: `Run every service in one process with embedded defaults: a NATS server with JetStream and
+SQLite in the data dir, the hash or local ONNX embedder, the local vector index. It prints a
+ready block (HTTP API, the plugin's NATS settings, the data dir, and the dev API key on first
+start) once the HTTP API accepts connections. Ctrl-C (SIGINT) or SIGTERM drains: in-flight
+batches finish and are acked, then the server shuts down.`,
+		Args: cli.NoArgs,
 	}
+	load := withConfig(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := load()
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		return cli.Exit(up(cfg, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+	}
+	return cmd
+}
+
+// up runs every service in one process until a signal, and returns the exit code.
+func up(cfg config.Config, stdout, stderr io.Writer) int {
+	start := time.Now()
 	// The gateway listens only once every service runs; check the address first, so that a
 	// taken port is a clear error before anything starts or "membus is up" is printed.
 	if err := checkListen(cfg.HTTPAddr); err != nil {
 		fmt.Fprintf(stderr, "membus up: %v\n", err)
 		return 1
 	}
-	logger := config.NewLogger(stderr, cfg.LogLevel, "", cfg.InstanceID)
+	logger := cfg.Logger(stderr, "")
 	ctx, stop := app.SignalContext()
 	defer stop()
 	env, err := app.Open(ctx, cfg, logger)
@@ -106,6 +125,27 @@ func devKey(ctx context.Context, env *app.Env, stdout io.Writer) error {
 	return nil
 }
 
-func service(name string, args []string) int {
-	return app.Main(name, args, func(env *app.Env) (app.Runnable, error) { return app.Build(env, name) })
+// serviceCommand is `membus <name>`: one service alone, for a distributed deployment.
+func serviceCommand(name string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   name,
+		Short: "run the " + name + " service alone (distributed: MEMBUS_NATS_URL, MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL)",
+		Args:  cli.NoArgs,
+	}
+	load := withConfig(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := load()
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		logger := cfg.Logger(cmd.ErrOrStderr(), "")
+		ctx, stop := app.SignalContext()
+		defer stop()
+		if err := app.RunService(ctx, cfg, logger, name); err != nil {
+			logger.Error("stopped with an error", "service", name, "err", err)
+			return cli.Exit(1)
+		}
+		return nil
+	}
+	return cmd
 }

@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"bufio"
@@ -243,13 +243,8 @@ func listLetters(t *testing.T, conn []string) []contract.DLQEnvelope {
 		t.Fatalf("dlq ls --json exited %d: %s", code, stderr)
 	}
 	var out []contract.DLQEnvelope
-	dec := json.NewDecoder(strings.NewReader(stdout))
-	for dec.More() {
-		var e contract.DLQEnvelope
-		if err := dec.Decode(&e); err != nil {
-			t.Fatalf("dlq ls --json: %v in:\n%s", err, stdout)
-		}
-		out = append(out, e)
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil || out == nil {
+		t.Fatalf("dlq ls --json is not a JSON array (%v):\n%s", err, stdout)
 	}
 	return out
 }
@@ -301,22 +296,5 @@ func TestUpTakenPort(t *testing.T) {
 				t.Errorf("membus up printed its ready line although %s is taken:\n%s", tc.flag, p.stdout.String())
 			}
 		})
-	}
-}
-
-func TestFlagsFirst(t *testing.T) {
-	for _, tc := range []struct {
-		in, want []string
-	}{
-		{nil, nil},
-		{[]string{"--data-dir", "d"}, []string{"--data-dir", "d"}},
-		{[]string{"--data-dir", "d", "ID"}, []string{"--data-dir", "d", "ID"}},
-		{[]string{"ID"}, []string{"ID"}},
-		{[]string{"ID", "--data-dir", "d"}, []string{"--data-dir", "d", "--", "ID"}},
-		{[]string{"7", "--json", "--nats-listen=h:1"}, []string{"--json", "--nats-listen=h:1", "--", "7"}},
-	} {
-		if got := flagsFirst(tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") || len(got) != len(tc.want) {
-			t.Errorf("flagsFirst(%q) = %q, want %q", tc.in, got, tc.want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ func membusBinary(t *testing.T) string {
 		}
 		binaryDir = dir
 		path := filepath.Join(dir, "membus")
-		out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", path, "..").CombinedOutput()
 		if err != nil {
 			binaryErr = errors.New("go build: " + err.Error() + "\n" + string(out))
 			return

@@ -29,8 +29,10 @@ func OpenStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
 	return store.OpenSQLite(ctx, path)
 }
 
-// Dial connects to the running deployment's NATS: MEMBUS_NATS_URL, else the embedded server of
-// `membus up` on MEMBUS_NATS_LISTEN with the token kept in the data dir.
+// Dial connects to the running deployment's NATS as every CLI command does: MEMBUS_NATS_URL
+// (--nats-url), else the embedded server of `membus up` on MEMBUS_NATS_LISTEN. The token is
+// MEMBUS_NATS_TOKEN (--nats-token), else the one `membus up` keeps in the data dir. Errors name
+// the flag that fixes them.
 func Dial(ctx context.Context, cfg config.Config, name string) (*nats.Conn, jetstream.JetStream, bus.Names, error) {
 	names, err := bus.NewNames(cfg.SubjectPrefix)
 	if err != nil {
@@ -39,17 +41,24 @@ func Dial(ctx context.Context, cfg config.Config, name string) (*nats.Conn, jets
 	url, token := cfg.NATSURL, cfg.NATSToken
 	if url == "" {
 		url = "nats://" + cfg.NATSListen
-		if token == "" {
-			b, err := os.ReadFile(filepath.Join(cfg.DataDir, "nats.token"))
-			if err != nil {
-				return nil, nil, names, fmt.Errorf("no NATS token in %s: is `membus up` running with this --data-dir? (%w)", cfg.DataDir, err)
-			}
+	}
+	if token == "" {
+		b, err := os.ReadFile(filepath.Join(cfg.DataDir, "nats.token"))
+		switch {
+		case err == nil:
 			token = strings.TrimSpace(string(b))
+		case cfg.NATSURL == "":
+			return nil, nil, names, fmt.Errorf("no NATS token in %s: is `membus up` running with this --data-dir? "+
+				"Else pass --nats-url and --nats-token (MEMBUS_NATS_URL, MEMBUS_NATS_TOKEN; `membus up` prints both on its plugin: line): %w", cfg.DataDir, err)
 		}
 	}
 	nc, err := bus.Connect(ctx, url, token, name, nats.MaxReconnects(2))
+	if errors.Is(err, nats.ErrAuthorization) || (err != nil && strings.Contains(strings.ToLower(err.Error()), "authorization")) {
+		return nil, nil, names, fmt.Errorf("connect to NATS at %s: the server refused the token: pass --nats-token / MEMBUS_NATS_TOKEN "+
+			"(`membus up` prints it on its plugin: line), or --data-dir of the running membus up: %w", url, err)
+	}
 	if err != nil {
-		return nil, nil, names, fmt.Errorf("connect to NATS at %s (is membus running?): %w", url, err)
+		return nil, nil, names, fmt.Errorf("connect to NATS at %s: is membus running? (--nats-url / MEMBUS_NATS_URL, or --nats-listen of membus up): %w", url, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {

@@ -3,9 +3,8 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -25,49 +24,29 @@ type Runnable interface {
 	Run(ctx context.Context) error
 }
 
-// LoadConfig parses the shared flags and MEMBUS_* environment for a command.
-func LoadConfig(name string, args []string, stderr io.Writer) (config.Config, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return config.Load(fs, args, os.Getenv)
-}
-
 // SignalContext is cancelled by SIGINT or SIGTERM.
 func SignalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// Main runs one service in its own process (distributed mode): `membus ingest`, or the
-// service's own binary. It returns the process exit code.
-func Main(service string, args []string, build func(env *Env) (Runnable, error)) int {
-	cfg, err := LoadConfig("membus "+service, args, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "membus %s: %v\n", service, err)
-		return 2
-	}
-	logger := config.NewLogger(os.Stderr, cfg.LogLevel, "", cfg.InstanceID)
-	ctx, stop := SignalContext()
-	defer stop()
+// RunService runs the named service alone in this process (distributed mode: `membus ingest`)
+// until ctx is done; every service but the gateway, which has its own, gets an ops server for
+// /healthz, /readyz and /metrics on the HTTP address.
+func RunService(ctx context.Context, cfg config.Config, logger *slog.Logger, name string) error {
 	env, err := Open(ctx, cfg, logger)
 	if err != nil {
-		logger.Error("start failed", "err", err)
-		return 1
+		return err
 	}
 	defer env.Close()
-	svc, err := build(env)
+	svc, err := Build(env, name)
 	if err != nil {
-		logger.Error("start failed", "err", err)
-		return 1
+		return err
 	}
-	var extra []Runnable
-	if service != "gateway" {
-		extra = append(extra, env.OpsServer(cfg.HTTPAddr))
+	run := []Runnable{svc}
+	if name != "gateway" {
+		run = append(run, env.OpsServer(cfg.HTTPAddr))
 	}
-	if err := env.RunAll(ctx, append([]Runnable{svc}, extra...)...); err != nil {
-		logger.Error("stopped with an error", "err", err)
-		return 1
-	}
-	return 0
+	return env.RunAll(ctx, run...)
 }
 
 // RunAll runs the services, the outbox relay and the metrics publisher until ctx is done or

@@ -1,32 +1,35 @@
-package main
+// Package benches holds the `membus bench` commands, one file each. They start membus through
+// the shared harness and print SPEC §10 JSON Lines (--json) or a table.
+package benches
 
 import (
 	"fmt"
 	"io"
-	"sort"
-	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/membus/membus/pkg/bench"
 )
 
-// benches are the `membus bench <name>` commands, one file each (bench_<name>.go).
-var benches = map[string]func(args []string, stdout, stderr io.Writer) int{
-	"ingest": benchIngestCmd,
-	"e2e":    benchE2ECmd,
-	"http":   benchHTTPCmd,
-	"recall": benchRecallCmd,
-	"embed":  benchEmbedCmd,
+// Command is `membus bench`: each bench starts a fresh membus in-process, reports a floor
+// measured in the same run and the ratio to it, because absolute times on a shared machine are
+// noisy.
+func Command() *cobra.Command {
+	cmd := &cobra.Command{Use: "bench", Short: "measure throughput and latency against a floor measured in the same run"}
+	cmd.AddCommand(benchIngestCmd(), benchE2ECmd(), benchHTTPCmd(), benchRecallCmd(), benchEmbedCmd())
+	return cmd
 }
 
-// benchCmd runs `membus bench <name>`: each bench reports a floor measured in the same run and
-// the ratio, because absolute times on a shared machine are noisy.
-func benchCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || benches[args[0]] == nil {
-		var names []string
-		for n := range benches {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		fmt.Fprintf(stderr, "usage: membus bench %s [flags] (membus bench <name> --help lists them)\n", strings.Join(names, "|"))
-		return 2
+// writeResults prints a bench's results as SPEC §10 JSON Lines or a table and returns the exit
+// code.
+func writeResults(stdout, stderr io.Writer, name string, asJSON bool, results []bench.Result) int {
+	write := bench.WriteTable
+	if asJSON {
+		write = bench.WriteJSON
 	}
-	return benches[args[0]](args[1:], stdout, stderr)
+	if err := write(stdout, results...); err != nil {
+		fmt.Fprintf(stderr, "membus bench %s: %v\n", name, err)
+		return 1
+	}
+	return 0
 }

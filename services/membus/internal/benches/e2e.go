@@ -1,10 +1,9 @@
-package main
+package benches
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,16 +11,19 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
 
 	"github.com/membus/membus/pkg/bench"
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/cli"
+	"github.com/membus/membus/services/membus/internal/harness"
 )
 
 // e2eParams are the knobs of one `membus bench e2e` run.
 type e2eParams struct {
-	backend  realBackend // zero: embedded
+	backend  harness.Backend // zero: embedded
 	count    int
 	warmup   int
 	embedder string
@@ -32,9 +34,9 @@ type e2eParams struct {
 // errNotRecallable: the memory of a published turn did not appear in recall in time.
 var errNotRecallable = errors.New("memory not recallable")
 
-func benchE2ECmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("membus bench e2e", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func benchE2ECmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "e2e", Short: "turn to recallable memory: publish, commit, recall until it appears", Args: cli.NoArgs}
+	fs := cmd.Flags()
 	syncMode := fs.String("sync", "both", "JetStream durability of the embedded server: always, interval or both")
 	count := fs.Int("count", 50, "measured turns (each: publish, synchronous commit, recall until the memory appears)")
 	warmup := fs.Int("warmup", 5, "turns before measuring")
@@ -43,62 +45,52 @@ func benchE2ECmd(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return cli.Exit(func() int {
+			if *count < 1 || *warmup < 0 || *timeout <= 0 {
+				fmt.Fprintln(stderr, "membus bench e2e: --count and --timeout must be positive, --warmup not negative")
+				return 2
+			}
+			var modes []string
+			switch *syncMode {
+			case "always", "interval":
+				modes = []string{*syncMode}
+			case "both":
+				modes = []string{"always", "interval"}
+			default:
+				fmt.Fprintf(stderr, "membus bench e2e: --sync must be always, interval or both, got %q\n", *syncMode)
+				return 2
+			}
+			if *embedder == "auto" {
+				fmt.Fprintln(stderr, "membus bench e2e: --embedder must name an embedder (hash, onnx, openai), not auto")
+				return 2
+			}
+			p := e2eParams{count: *count, warmup: *warmup, embedder: *embedder, timeout: *timeout}
+			rb, err := harness.BackendFlag(*backend)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus bench e2e: %v\n", err)
+				return 2
+			}
+			p.backend = rb
+			if *progress || harness.IsTerminal(stderr) {
+				p.progress = stderr
+			}
+			ctx, stop := app.SignalContext()
+			defer stop()
+			var results []bench.Result
+			for _, mode := range modes {
+				r, err := benchE2E(ctx, mode, p)
+				if err != nil {
+					fmt.Fprintf(stderr, "membus bench e2e (sync %s): %v\n", mode, err)
+					return 1
+				}
+				results = append(results, r)
+			}
+			return writeResults(stdout, stderr, "e2e", *asJSON, results)
+		}())
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "membus bench e2e: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	if *count < 1 || *warmup < 0 || *timeout <= 0 {
-		fmt.Fprintln(stderr, "membus bench e2e: --count and --timeout must be positive, --warmup not negative")
-		return 2
-	}
-	var modes []string
-	switch *syncMode {
-	case "always", "interval":
-		modes = []string{*syncMode}
-	case "both":
-		modes = []string{"always", "interval"}
-	default:
-		fmt.Fprintf(stderr, "membus bench e2e: --sync must be always, interval or both, got %q\n", *syncMode)
-		return 2
-	}
-	if *embedder == "auto" {
-		fmt.Fprintln(stderr, "membus bench e2e: --embedder must name an embedder (hash, onnx, openai), not auto")
-		return 2
-	}
-	p := e2eParams{count: *count, warmup: *warmup, embedder: *embedder, timeout: *timeout}
-	rb, err := backendFlag(*backend)
-	if err != nil {
-		fmt.Fprintf(stderr, "membus bench e2e: %v\n", err)
-		return 2
-	}
-	p.backend = rb
-	if *progress || isTerminal(stderr) {
-		p.progress = stderr
-	}
-	ctx, stop := app.SignalContext()
-	defer stop()
-	var results []bench.Result
-	for _, mode := range modes {
-		r, err := benchE2E(ctx, mode, p)
-		if err != nil {
-			fmt.Fprintf(stderr, "membus bench e2e (sync %s): %v\n", mode, err)
-			return 1
-		}
-		results = append(results, r)
-	}
-	if *asJSON {
-		err = bench.WriteJSON(stdout, results...)
-	} else {
-		err = bench.WriteTable(stdout, results...)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "membus bench e2e: %v\n", err)
-		return 1
-	}
-	return 0
+	return cmd
 }
 
 // e2eName is a made-up name, unique per operation, that recall can only find in the memory
@@ -133,14 +125,14 @@ func e2eTurn(account, user, session string, i int, at time.Time) contract.TurnEv
 // server in the same run, is raw JetStream: publish the same payload to a stream and consume
 // it with a pull consumer.
 func benchE2E(ctx context.Context, mode string, p e2eParams) (bench.Result, error) {
-	env, closeEnv, err := openEvalEnv(ctx, mode, p.embedder, p.backend, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	env, closeEnv, err := harness.Open(ctx, mode, p.embedder, p.backend, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return bench.Result{}, err
 	}
 	defer closeEnv()
 	account := "bench-e2e"
-	if p.backend.runID != "" {
-		account += "-" + p.backend.runID
+	if p.backend.RunID != "" {
+		account += "-" + p.backend.RunID
 	}
 	op := func(ctx context.Context, i int) (int, error) {
 		user, session := fmt.Sprintf("u-%d", i), fmt.Sprintf("s-%d", i)
@@ -196,7 +188,7 @@ func benchE2E(ctx context.Context, mode string, p e2eParams) (bench.Result, erro
 		return res, fmt.Errorf("floor: %w", err)
 	}
 	res.Backend, res.Sync, res.Embedder, res.Size = "embedded", mode, env.Embedder.Model(), p.count
-	if p.backend.dsn != "" {
+	if p.backend.DSN != "" {
 		res.Backend = "real"
 	}
 	res.Floor = &fl

@@ -1,8 +1,7 @@
-package main
+package benches
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,10 +10,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/membus/membus/pkg/bench"
 	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/embed/onnx"
 	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/cli"
+	"github.com/membus/membus/services/membus/internal/harness"
 )
 
 // embedParams are the knobs of one `membus bench embed` run.
@@ -27,9 +30,9 @@ type embedParams struct {
 	notes     io.Writer
 }
 
-func benchEmbedCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("membus bench embed", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func benchEmbedCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "embed", Short: "embedder throughput (hash, and ONNX when the model is present)", Args: cli.NoArgs}
+	fs := cmd.Flags()
 	defDir := os.Getenv("MEMBUS_MODEL_DIR")
 	if defDir == "" {
 		defDir = filepath.Join(os.Getenv("MEMBUS_DATA_DIR"), "models")
@@ -43,42 +46,36 @@ func benchEmbedCmd(args []string, stdout, stderr io.Writer) int {
 	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads (0: one per core)")
 	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return cli.Exit(func() int {
+			p := embedParams{modelDir: *modelDir, sentences: *sentences, threads: *threads, notes: stderr}
+			for _, s := range strings.Split(*batches, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(s))
+				if err != nil || n <= 0 {
+					fmt.Fprintf(stderr, "membus bench embed: --batches must be positive integers, got %q\n", *batches)
+					return 2
+				}
+				p.batches = append(p.batches, n)
+			}
+			if p.sentences <= 0 {
+				fmt.Fprintln(stderr, "membus bench embed: --sentences must be positive")
+				return 2
+			}
+			if *progress || harness.IsTerminal(stderr) {
+				p.progress = stderr
+			}
+			ctx, stop := app.SignalContext()
+			defer stop()
+			results, err := benchEmbed(ctx, p)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus bench embed: %v\n", err)
+				return 1
+			}
+			return writeResults(stdout, stderr, "embed", *asJSON, results)
+		}())
 	}
-	p := embedParams{modelDir: *modelDir, sentences: *sentences, threads: *threads, notes: stderr}
-	for _, s := range strings.Split(*batches, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			fmt.Fprintf(stderr, "membus bench embed: --batches must be positive integers, got %q\n", *batches)
-			return 2
-		}
-		p.batches = append(p.batches, n)
-	}
-	if p.sentences <= 0 {
-		fmt.Fprintln(stderr, "membus bench embed: --sentences must be positive")
-		return 2
-	}
-	if *progress || isTerminal(stderr) {
-		p.progress = stderr
-	}
-	ctx, stop := app.SignalContext()
-	defer stop()
-	results, err := benchEmbed(ctx, p)
-	if err != nil {
-		fmt.Fprintf(stderr, "membus bench embed: %v\n", err)
-		return 1
-	}
-	if *asJSON {
-		err = bench.WriteJSON(stdout, results...)
-	} else {
-		err = bench.WriteTable(stdout, results...)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "membus bench embed: %v\n", err)
-		return 1
-	}
-	return 0
+	return cmd
 }
 
 // embedSentences returns n memory-like sentences of 7 to 15 words (as bench recall's

@@ -1,13 +1,14 @@
-package main
+package benches
 
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/membus/membus/pkg/embed"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/membus/membus/pkg/embed"
 )
 
 // TestBenchEmbed runs `membus bench embed` small: one SPEC §10 line per embedder and batch
@@ -16,13 +17,13 @@ import (
 func TestBenchEmbed(t *testing.T) {
 	dir := os.Getenv("MEMBUS_MODEL_DIR")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "data", "models")
+		dir = filepath.Join("..", "..", "..", "..", "data", "models")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err != nil {
 		dir = t.TempDir()
 	}
 	var stdout, stderr bytes.Buffer
-	if code := benchEmbedCmd([]string{"--model-dir", dir, "--batches", "1,4", "--sentences", "16", "--json"}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"bench", "embed", "--model-dir", dir, "--batches", "1,4", "--sentences", "16", "--json"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
@@ -53,7 +54,7 @@ func TestBenchEmbed(t *testing.T) {
 			}
 		}
 	}
-	if code := benchEmbedCmd([]string{"--batches", "0"}, &stdout, &stderr); code != 2 {
+	if code := run([]string{"bench", "embed", "--batches", "0"}, &stdout, &stderr); code != 2 {
 		t.Errorf("bad --batches: exit %d, want 2", code)
 	}
 }

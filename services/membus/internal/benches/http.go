@@ -1,10 +1,9 @@
-package main
+package benches
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,134 +12,141 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/membus/membus/pkg/bench"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/cli"
+	"github.com/membus/membus/services/membus/internal/harness"
 )
 
 // benchHTTPCmd is the gateway load run of issue 7: many concurrent clients, each with its own
 // API key, mixing appends and recalls over loopback HTTP against an in-process membus, bounded
 // in time. It reports p50/p95/p99 and the error rate (any answer other than 2xx; 429s are
 // counted apart, since each key has its own rate limit).
-func benchHTTPCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("membus bench http", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func benchHTTPCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "http", Short: "gateway load: concurrent clients appending and recalling over HTTP", Args: cli.NoArgs}
+	fs := cmd.Flags()
 	clients := fs.Int("clients", 200, "concurrent clients (one API key, user and session each)")
 	dur := fs.Duration("duration", 30*time.Second, "measured time (the run stops by itself)")
 	recallShare := fs.Int("recall-percent", 50, "share of requests that are recalls; the rest append a turn")
 	perClient := fs.Float64("rate", 10, "requests per second each client sends at most (the gateway limits each key to 20/s)")
 	syncMode := fs.String("sync", "always", "JetStream durability: always or interval")
 	asJSON := fs.Bool("json", false, "print SPEC §10-style JSON Lines on stdout")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *clients <= 0 || *dur <= 0 || *dur > 10*time.Minute || *recallShare < 0 || *recallShare > 100 {
-		fmt.Fprintln(stderr, "membus bench http: --clients > 0, 0 < --duration ≤ 10m, 0 ≤ --recall-percent ≤ 100")
-		return 2
-	}
-	ctx, stop := app.SignalContext()
-	defer stop()
-	env, closeEnv, err := openBenchEnv(ctx, *syncMode, realBackend{}, "load")
-	if err != nil {
-		fmt.Fprintf(stderr, "membus bench http: %v\n", err)
-		return 1
-	}
-	defer closeEnv()
-	base := "http://" + env.Config.HTTPAddr
-	keys := make([]string, *clients)
-	for i := range keys {
-		k, _, err := env.Store.CreateKey(ctx, "load", fmt.Sprintf("user-%d", i), store.RoleUser, "bench http")
-		if err != nil {
-			fmt.Fprintf(stderr, "membus bench http: %v\n", err)
-			return 1
-		}
-		keys[i] = k
-	}
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *clients}}
-	var errs, limited atomic.Int64
-	var mu sync.Mutex
-	status := map[int]int{}
-	var lat []time.Duration // request latencies only, without the clients' pacing
-	do := func(ctx context.Context, key, method, path string, body any) {
-		b, _ := json.Marshal(body)
-		req, _ := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(b))
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			if ctx.Err() == nil { // a request cut by the end of the run is not an error
-				errs.Add(1)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return cli.Exit(func() int {
+			if *clients <= 0 || *dur <= 0 || *dur > 10*time.Minute || *recallShare < 0 || *recallShare > 100 {
+				fmt.Fprintln(stderr, "membus bench http: --clients > 0, 0 < --duration ≤ 10m, 0 ≤ --recall-percent ≤ 100")
+				return 2
 			}
-			return
-		}
-		d := time.Since(start)
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		mu.Lock()
-		status[resp.StatusCode]++
-		lat = append(lat, d)
-		mu.Unlock()
-		switch {
-		case resp.StatusCode == http.StatusTooManyRequests:
-			limited.Add(1)
-		case resp.StatusCode >= 300:
-			errs.Add(1)
-		}
+			ctx, stop := app.SignalContext()
+			defer stop()
+			env, closeEnv, err := openBenchEnv(ctx, *syncMode, harness.Backend{}, "load")
+			if err != nil {
+				fmt.Fprintf(stderr, "membus bench http: %v\n", err)
+				return 1
+			}
+			defer closeEnv()
+			base := "http://" + env.Config.HTTPAddr
+			keys := make([]string, *clients)
+			for i := range keys {
+				k, _, err := env.Store.CreateKey(ctx, "load", fmt.Sprintf("user-%d", i), store.RoleUser, "bench http")
+				if err != nil {
+					fmt.Fprintf(stderr, "membus bench http: %v\n", err)
+					return 1
+				}
+				keys[i] = k
+			}
+			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *clients}}
+			var errs, limited atomic.Int64
+			var mu sync.Mutex
+			status := map[int]int{}
+			var lat []time.Duration // request latencies only, without the clients' pacing
+			do := func(ctx context.Context, key, method, path string, body any) {
+				b, _ := json.Marshal(body)
+				req, _ := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(b))
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Content-Type", "application/json")
+				start := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					if ctx.Err() == nil { // a request cut by the end of the run is not an error
+						errs.Add(1)
+					}
+					return
+				}
+				d := time.Since(start)
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				status[resp.StatusCode]++
+				lat = append(lat, d)
+				mu.Unlock()
+				switch {
+				case resp.StatusCode == http.StatusTooManyRequests:
+					limited.Add(1)
+				case resp.StatusCode >= 300:
+					errs.Add(1)
+				}
+			}
+			facts := []string{"I live in Lisbon and work as a nurse.", "My dog is named Rex.", "I love hiking in the Alps.", "We decided to use Postgres for the project."}
+			// Each client paces itself like an agent would, under its key's rate limit.
+			next := make([]time.Time, *clients)
+			var nextMu sync.Mutex
+			gap := time.Duration(float64(time.Second) / *perClient)
+			op := func(ctx context.Context, i int) (int, error) {
+				c := i % *clients
+				nextMu.Lock()
+				wait := time.Until(next[c])
+				if wait < 0 {
+					wait = 0
+				}
+				next[c] = time.Now().Add(wait + gap)
+				nextMu.Unlock()
+				select {
+				case <-ctx.Done():
+					return 0, ctx.Err()
+				case <-time.After(wait):
+				}
+				if (i*7919)%100 < *recallShare { // a fixed, well-spread mix
+					do(ctx, keys[c], "POST", "/v1/recall", map[string]any{"query": "where does the user live and what do they love?"})
+				} else {
+					do(ctx, keys[c], "POST", fmt.Sprintf("/v1/sessions/load-%d/messages", c), map[string]any{"messages": []map[string]any{
+						{"role": "user", "content": facts[i%len(facts)], "external_id": fmt.Sprintf("m-%d", i)}}})
+				}
+				return 1, nil
+			}
+			var prog io.Writer
+			if harness.IsTerminal(stderr) {
+				prog = stderr
+			}
+			res, err := bench.Run(ctx, "http", bench.Options{Duration: *dur, Concurrency: *clients, Progress: prog}, op)
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintf(stderr, "membus bench http: %v\n", err)
+				return 1
+			}
+			mu.Lock()
+			slices.Sort(lat)
+			res.Latencies = lat
+			res.Ops = len(lat) + int(errs.Load())
+			mu.Unlock()
+			res.Backend, res.Sync, res.Size, res.RSSMB = "embedded", *syncMode, *clients, bench.RSSMB()
+			total := float64(max(res.Ops, 1))
+			line := res.Line()
+			line["error_rate"] = float64(errs.Load()) / total
+			line["rate_limited"] = limited.Load()
+			line["status"] = status
+			if *asJSON {
+				json.NewEncoder(stdout).Encode(line)
+				return 0
+			}
+			fmt.Fprintf(stdout, "http load: %d clients for %s (%d%% recall), %d requests, %.0f req/s\n", *clients, *dur, *recallShare, res.Ops, res.OpsPerSec())
+			fmt.Fprintf(stdout, "  latency p50 %.1f ms  p95 %.1f ms  p99 %.1f ms\n", ms(res.Percentile(50)), ms(res.Percentile(95)), ms(res.Percentile(99)))
+			fmt.Fprintf(stdout, "  errors %d (%.3f%%), rate-limited %d, statuses %v, rss %.0f MB\n", errs.Load(), 100*float64(errs.Load())/total, limited.Load(), status, res.RSSMB)
+			return 0
+		}())
 	}
-	facts := []string{"I live in Lisbon and work as a nurse.", "My dog is named Rex.", "I love hiking in the Alps.", "We decided to use Postgres for the project."}
-	// Each client paces itself like an agent would, under its key's rate limit.
-	next := make([]time.Time, *clients)
-	var nextMu sync.Mutex
-	gap := time.Duration(float64(time.Second) / *perClient)
-	op := func(ctx context.Context, i int) (int, error) {
-		c := i % *clients
-		nextMu.Lock()
-		wait := time.Until(next[c])
-		if wait < 0 {
-			wait = 0
-		}
-		next[c] = time.Now().Add(wait + gap)
-		nextMu.Unlock()
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(wait):
-		}
-		if (i*7919)%100 < *recallShare { // a fixed, well-spread mix
-			do(ctx, keys[c], "POST", "/v1/recall", map[string]any{"query": "where does the user live and what do they love?"})
-		} else {
-			do(ctx, keys[c], "POST", fmt.Sprintf("/v1/sessions/load-%d/messages", c), map[string]any{"messages": []map[string]any{
-				{"role": "user", "content": facts[i%len(facts)], "external_id": fmt.Sprintf("m-%d", i)}}})
-		}
-		return 1, nil
-	}
-	var prog io.Writer
-	if isTerminal(stderr) {
-		prog = stderr
-	}
-	res, err := bench.Run(ctx, "http", bench.Options{Duration: *dur, Concurrency: *clients, Progress: prog}, op)
-	if err != nil && ctx.Err() == nil {
-		fmt.Fprintf(stderr, "membus bench http: %v\n", err)
-		return 1
-	}
-	mu.Lock()
-	slices.Sort(lat)
-	res.Latencies = lat
-	res.Ops = len(lat) + int(errs.Load())
-	mu.Unlock()
-	res.Backend, res.Sync, res.Size, res.RSSMB = "embedded", *syncMode, *clients, bench.RSSMB()
-	total := float64(max(res.Ops, 1))
-	line := res.Line()
-	line["error_rate"] = float64(errs.Load()) / total
-	line["rate_limited"] = limited.Load()
-	line["status"] = status
-	if *asJSON {
-		json.NewEncoder(stdout).Encode(line)
-		return 0
-	}
-	fmt.Fprintf(stdout, "http load: %d clients for %s (%d%% recall), %d requests, %.0f req/s\n", *clients, *dur, *recallShare, res.Ops, res.OpsPerSec())
-	fmt.Fprintf(stdout, "  latency p50 %.1f ms  p95 %.1f ms  p99 %.1f ms\n", ms(res.Percentile(50)), ms(res.Percentile(95)), ms(res.Percentile(99)))
-	fmt.Fprintf(stdout, "  errors %d (%.3f%%), rate-limited %d, statuses %v, rss %.0f MB\n", errs.Load(), 100*float64(errs.Load())/total, limited.Load(), status, res.RSSMB)
-	return 0
+	return cmd
 }

@@ -1,12 +1,9 @@
-package main
+package benches
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,12 +17,15 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
 
 	"github.com/membus/membus/pkg/bench"
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/cli"
+	"github.com/membus/membus/services/membus/internal/harness"
 )
 
 // ingestParams are the knobs of one `membus bench ingest` run.
@@ -42,61 +42,9 @@ type ingestParams struct {
 	notes    io.Writer     // one line per phase on stderr
 }
 
-// realBackend is what --backend real reads from the environment.
-type realBackend struct {
-	dsn, redisURL, natsURL, natsToken string
-	runID                             string // names this run's accounts and subject prefix in shared servers
-}
-
-// backendFlag reads --backend: "embedded" (the zero realBackend) or "real".
-func backendFlag(name string) (realBackend, error) {
-	switch name {
-	case "embedded":
-		return realBackend{}, nil
-	case "real":
-		rb, err := realBackendFromEnv(os.Getenv)
-		rb.runID = randomHex(4)
-		return rb, err
-	default:
-		return realBackend{}, fmt.Errorf("--backend must be embedded or real, got %q", name)
-	}
-}
-
-// cleanupRealRun removes what a run left in shared servers: its accounts' rows (they carry the
-// run id) and, on an external NATS, its streams (they carry the run's prefix).
-func cleanupRealRun(env *app.Env, prefix, runID string) {
-	ctx, cancel := cleanupContext()
-	defer cancel()
-	deleteRunStreams(ctx, env, prefix)
-	for _, table := range []string{"messages", "sessions", "archives", "memories", "memory_sources", "summaries", "tombstones", "commit_results"} {
-		if _, err := env.Store.DB().ExecContext(ctx, "DELETE FROM "+table+" WHERE account_id LIKE ?", "%-"+runID); err != nil {
-			env.Logger.Warn("cleanup", "table", table, "err", err)
-		}
-	}
-}
-
-// errRealBackend: --backend real without its variables.
-var errRealBackend = errors.New("--backend real needs MEMBUS_MYSQL_DSN and MEMBUS_REDIS_URL (MEMBUS_NATS_URL optional: else an embedded NATS server)")
-
-func realBackendFromEnv(getenv func(string) string) (realBackend, error) {
-	rb := realBackend{dsn: getenv("MEMBUS_MYSQL_DSN"), redisURL: getenv("MEMBUS_REDIS_URL"),
-		natsURL: getenv("MEMBUS_NATS_URL"), natsToken: getenv("MEMBUS_NATS_TOKEN")}
-	var missing []string
-	if rb.dsn == "" {
-		missing = append(missing, "MEMBUS_MYSQL_DSN")
-	}
-	if rb.redisURL == "" {
-		missing = append(missing, "MEMBUS_REDIS_URL")
-	}
-	if len(missing) > 0 {
-		return rb, fmt.Errorf("%w: %s unset", errRealBackend, strings.Join(missing, " and "))
-	}
-	return rb, nil
-}
-
-func benchIngestCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("membus bench ingest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func benchIngestCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "ingest", Short: "ingest throughput and latency against the raw JetStream floor", Args: cli.NoArgs}
+	fs := cmd.Flags()
 	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server)")
 	syncMode := fs.String("sync", "both", "JetStream durability: always, interval or both (with MEMBUS_NATS_URL: the server's setting, always or interval)")
 	events := fs.Int("events", 4000, "turn events of the throughput phase (published pipelined; size = events × messages)")
@@ -109,94 +57,73 @@ func benchIngestCmd(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return cli.Exit(func() int {
+			if *events < 1 || *sessions < 1 || *perEvent < 1 || *inflight < 1 || *rate < 1 || *duration <= 0 || *warmup < 0 {
+				fmt.Fprintln(stderr, "membus bench ingest: --events, --sessions, --messages, --inflight, --rate and --duration must be positive")
+				return 2
+			}
+			var modes []string
+			switch *syncMode {
+			case "always", "interval":
+				modes = []string{*syncMode}
+			case "both":
+				modes = []string{"always", "interval"}
+			default:
+				fmt.Fprintf(stderr, "membus bench ingest: --sync must be always, interval or both, got %q\n", *syncMode)
+				return 2
+			}
+			var rb harness.Backend
+			switch *backend {
+			case "embedded":
+			case "real":
+				var err error
+				if rb, err = harness.BackendFromEnv(os.Getenv); err != nil {
+					fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
+					return 2
+				}
+				if rb.NATSURL != "" && len(modes) != 1 {
+					fmt.Fprintln(stderr, "membus bench ingest: with MEMBUS_NATS_URL the server's own sync_interval decides durability: pass --sync always or --sync interval to name it")
+					return 2
+				}
+			default:
+				fmt.Fprintf(stderr, "membus bench ingest: --backend must be embedded or real, got %q\n", *backend)
+				return 2
+			}
+			p := ingestParams{backend: *backend, events: *events, sessions: *sessions, perEvent: *perEvent, inflight: *inflight,
+				rate: *rate, duration: *duration, warmup: *warmup, notes: stderr}
+			if *progress || harness.IsTerminal(stderr) {
+				p.progress = stderr
+			}
+			if *cpuProfile != "" {
+				f, err := os.Create(*cpuProfile)
+				if err != nil {
+					fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
+					return 1
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
+					return 1
+				}
+				defer pprof.StopCPUProfile()
+			}
+			ctx, stop := app.SignalContext()
+			defer stop()
+			var results []bench.Result
+			for _, mode := range modes {
+				r, err := benchIngest(ctx, mode, rb, p)
+				if err != nil {
+					fmt.Fprintf(stderr, "membus bench ingest (%s, sync %s): %v\n", p.backend, mode, err)
+					return 1
+				}
+				results = append(results, r)
+			}
+			return writeResults(stdout, stderr, "ingest", *asJSON, results)
+		}())
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "membus bench ingest: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	if *events < 1 || *sessions < 1 || *perEvent < 1 || *inflight < 1 || *rate < 1 || *duration <= 0 || *warmup < 0 {
-		fmt.Fprintln(stderr, "membus bench ingest: --events, --sessions, --messages, --inflight, --rate and --duration must be positive")
-		return 2
-	}
-	var modes []string
-	switch *syncMode {
-	case "always", "interval":
-		modes = []string{*syncMode}
-	case "both":
-		modes = []string{"always", "interval"}
-	default:
-		fmt.Fprintf(stderr, "membus bench ingest: --sync must be always, interval or both, got %q\n", *syncMode)
-		return 2
-	}
-	var rb realBackend
-	switch *backend {
-	case "embedded":
-	case "real":
-		var err error
-		if rb, err = realBackendFromEnv(os.Getenv); err != nil {
-			fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
-			return 2
-		}
-		if rb.natsURL != "" && len(modes) != 1 {
-			fmt.Fprintln(stderr, "membus bench ingest: with MEMBUS_NATS_URL the server's own sync_interval decides durability: pass --sync always or --sync interval to name it")
-			return 2
-		}
-	default:
-		fmt.Fprintf(stderr, "membus bench ingest: --backend must be embedded or real, got %q\n", *backend)
-		return 2
-	}
-	p := ingestParams{backend: *backend, events: *events, sessions: *sessions, perEvent: *perEvent, inflight: *inflight,
-		rate: *rate, duration: *duration, warmup: *warmup, notes: stderr}
-	if *progress || isTerminal(stderr) {
-		p.progress = stderr
-	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
-	}
-	ctx, stop := app.SignalContext()
-	defer stop()
-	var results []bench.Result
-	for _, mode := range modes {
-		r, err := benchIngest(ctx, mode, rb, p)
-		if err != nil {
-			fmt.Fprintf(stderr, "membus bench ingest (%s, sync %s): %v\n", p.backend, mode, err)
-			return 1
-		}
-		results = append(results, r)
-	}
-	var err error
-	if *asJSON {
-		err = bench.WriteJSON(stdout, results...)
-	} else {
-		err = bench.WriteTable(stdout, results...)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
-// isTerminal reports whether w is a character device (a terminal, not a log file or pipe).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return cmd
 }
 
 // benchIngest measures one configuration: membus ingest (publish → visible in SQL) and, on the
@@ -204,8 +131,8 @@ func isTerminal(w io.Writer) bool {
 // Throughput: every event published pipelined, timed until the last message is visible.
 // Latency: a paced publisher at the offered rate, each event timed from its publish to the
 // moment its session's count reaches it.
-func benchIngest(ctx context.Context, mode string, rb realBackend, p ingestParams) (bench.Result, error) {
-	account := "bench-" + randomHex(4)
+func benchIngest(ctx context.Context, mode string, rb harness.Backend, p ingestParams) (bench.Result, error) {
+	account := "bench-" + harness.RandomHex(4)
 	env, closeEnv, err := openBenchEnv(ctx, mode, rb, account)
 	if err != nil {
 		return bench.Result{}, err
@@ -264,20 +191,20 @@ func benchIngest(ctx context.Context, mode string, rb realBackend, p ingestParam
 // mode: its own data dir, subject prefix and streams, the commit threshold at its maximum so
 // the run measures ingest rather than commits. The close function removes what the run left
 // in shared servers (the bench account's rows, the bench streams).
-func openBenchEnv(ctx context.Context, mode string, rb realBackend, account string) (*app.Env, func(), error) {
+func openBenchEnv(ctx context.Context, mode string, rb harness.Backend, account string) (*app.Env, func(), error) {
 	cfg := config.Defaults()
 	cfg.NATSSync = mode
-	cfg.SubjectPrefix = "bench" + randomHex(4)
+	cfg.SubjectPrefix = "bench" + harness.RandomHex(4)
 	cfg.InstanceID = "bench"
 	cfg.CommitTokenThreshold = contract.MaxCommitTokenThreshold
-	cfg.MySQLDSN, cfg.RedisURL, cfg.NATSURL = rb.dsn, rb.redisURL, rb.natsURL
-	if rb.natsToken != "" {
-		cfg.NATSToken = rb.natsToken
+	cfg.MySQLDSN, cfg.RedisURL, cfg.NATSURL = rb.DSN, rb.RedisURL, rb.NATSURL
+	if rb.NATSToken != "" {
+		cfg.NATSToken = rb.NATSToken
 	}
-	env, closeEnv, _, err := startSystem(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func(env *app.Env) {
-		cctx, cancel := cleanupContext()
+	env, closeEnv, _, err := harness.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func(env *app.Env) {
+		cctx, cancel := harness.CleanupContext()
 		defer cancel()
-		deleteRunStreams(cctx, env, cfg.SubjectPrefix)
+		harness.DeleteRunStreams(cctx, env, cfg.SubjectPrefix)
 		if cfg.MySQLDSN != "" {
 			// Only the bench account's rows; the prefix's Redis keys expire with their TTLs.
 			for _, table := range []string{"messages", "sessions"} {
@@ -661,10 +588,4 @@ func sum(xs []int64) int64 {
 		t += x
 	}
 	return t
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

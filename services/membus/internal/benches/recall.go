@@ -1,9 +1,8 @@
-package main
+package benches
 
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/membus/membus/pkg/bench"
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
@@ -24,21 +25,23 @@ import (
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
 	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/cli"
+	"github.com/membus/membus/services/membus/internal/harness"
 )
 
 // recallParams are the knobs of one `membus bench recall` run.
 type recallParams struct {
-	backend  realBackend // zero: embedded (SQLite); real: MariaDB + Redis (the vector index stays local)
-	sizes    []int       // memories per user, one measured configuration each
-	count    int         // measured recalls per size
+	backend  harness.Backend // zero: embedded (SQLite); real: MariaDB + Redis (the vector index stays local)
+	sizes    []int           // memories per user, one measured configuration each
+	count    int             // measured recalls per size
 	warmup   int
 	progress io.Writer
 	notes    io.Writer
 }
 
-func benchRecallCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("membus bench recall", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func benchRecallCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "recall", Short: "recall latency by memories per user against a brute-force floor", Args: cli.NoArgs}
+	fs := cmd.Flags()
 	sizes := fs.String("sizes", "1000,10000", "memories per user, comma-separated (the issue's full table: 1000,10000,100000)")
 	count := fs.Int("count", 300, "measured recalls per size")
 	warmup := fs.Int("warmup", 30, "recalls before measuring, per size")
@@ -46,61 +49,55 @@ func benchRecallCmd(args []string, stdout, stderr io.Writer) int {
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	backend := fs.String("backend", "embedded", "embedded (SQLite) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL; the vector index stays local)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return cli.Exit(func() int {
+			if *cpuProfile != "" {
+				f, err := os.Create(*cpuProfile)
+				if err != nil {
+					fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
+					return 1
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
+					return 1
+				}
+				defer pprof.StopCPUProfile()
+			}
+			p := recallParams{count: *count, warmup: *warmup, notes: stderr}
+			rb, err := harness.BackendFlag(*backend)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
+				return 2
+			}
+			p.backend = rb
+			for _, s := range strings.Split(*sizes, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(s))
+				if err != nil || n <= 0 {
+					fmt.Fprintf(stderr, "membus bench recall: --sizes must be positive integers, got %q\n", *sizes)
+					return 2
+				}
+				p.sizes = append(p.sizes, n)
+			}
+			if p.count <= 0 || p.warmup < 0 {
+				fmt.Fprintln(stderr, "membus bench recall: --count must be positive and --warmup not negative")
+				return 2
+			}
+			if *progress || harness.IsTerminal(stderr) {
+				p.progress = stderr
+			}
+			ctx, stop := app.SignalContext()
+			defer stop()
+			results, err := benchRecall(ctx, p)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
+				return 1
+			}
+			return writeResults(stdout, stderr, "recall", *asJSON, results)
+		}())
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
-	}
-	p := recallParams{count: *count, warmup: *warmup, notes: stderr}
-	rb, err := backendFlag(*backend)
-	if err != nil {
-		fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
-		return 2
-	}
-	p.backend = rb
-	for _, s := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			fmt.Fprintf(stderr, "membus bench recall: --sizes must be positive integers, got %q\n", *sizes)
-			return 2
-		}
-		p.sizes = append(p.sizes, n)
-	}
-	if p.count <= 0 || p.warmup < 0 {
-		fmt.Fprintln(stderr, "membus bench recall: --count must be positive and --warmup not negative")
-		return 2
-	}
-	if *progress || isTerminal(stderr) {
-		p.progress = stderr
-	}
-	ctx, stop := app.SignalContext()
-	defer stop()
-	results, err := benchRecall(ctx, p)
-	if err != nil {
-		fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
-		return 1
-	}
-	if *asJSON {
-		err = bench.WriteJSON(stdout, results...)
-	} else {
-		err = bench.WriteTable(stdout, results...)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
-		return 1
-	}
-	return 0
+	return cmd
 }
 
 // recallWords is the vocabulary of the generated memories and queries.
@@ -139,17 +136,17 @@ func benchRecall(ctx context.Context, p recallParams) ([]bench.Result, error) {
 
 func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Result, error) {
 	rb := p.backend
-	if rb.dsn != "" {
-		rb.runID = randomHex(4) // each size gets its own accounts in the shared servers
+	if rb.DSN != "" {
+		rb.RunID = harness.RandomHex(4) // each size gets its own accounts in the shared servers
 	}
-	env, closeEnv, err := openEvalEnv(ctx, "interval", "hash", rb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	env, closeEnv, err := harness.Open(ctx, "interval", "hash", rb, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return bench.Result{}, err
 	}
 	defer closeEnv()
 	account, user, agent := "bench-recall", "u-bench", "main"
-	if rb.runID != "" {
-		account += "-" + rb.runID
+	if rb.RunID != "" {
+		account += "-" + rb.RunID
 	}
 	start := time.Now()
 	texts, err := seedRecallMemories(ctx, env, account, user, agent, size)
@@ -194,7 +191,7 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 		return res, fmt.Errorf("floor: %w", err)
 	}
 	res.Backend, res.Embedder, res.Size = "embedded", env.Embedder.Model(), size
-	if rb.dsn != "" {
+	if rb.DSN != "" {
 		res.Backend = "real"
 	}
 	res.Floor = &floor

@@ -1,18 +1,19 @@
-package main
+package benches
 
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/membus/membus/pkg/embed"
 	"strings"
 	"testing"
+
+	"github.com/membus/membus/pkg/embed"
 )
 
 // TestBenchRecall runs `membus bench recall` at a tiny size: the command keeps working and
 // keeps its SPEC §10 output (one line per size, the floor and the ratio beside it).
 func TestBenchRecall(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := benchRecallCmd([]string{"--sizes", "50,120", "--count", "5", "--warmup", "1", "--json"}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"bench", "recall", "--sizes", "50,120", "--count", "5", "--warmup", "1", "--json"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
@@ -33,7 +34,7 @@ func TestBenchRecall(t *testing.T) {
 			}
 		}
 	}
-	if code := benchRecallCmd([]string{"--sizes", "10,x"}, &stdout, &stderr); code != 2 {
+	if code := run([]string{"bench", "recall", "--sizes", "10,x"}, &stdout, &stderr); code != 2 {
 		t.Errorf("bad --sizes: exit %d, want 2", code)
 	}
 }

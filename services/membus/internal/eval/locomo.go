@@ -1,16 +1,14 @@
-package main
+package eval
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"regexp"
 	"runtime/pprof"
 	"sort"
@@ -20,11 +18,15 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/membus/membus/pkg/bench"
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/cli"
+	"github.com/membus/membus/services/membus/internal/harness"
 )
 
 // The LoCoMo evaluation (data README, "Evaluation protocol"): evidence recall of what recall
@@ -449,71 +451,6 @@ type membusEval struct {
 
 func (m *membusEval) account(conv int) string { return fmt.Sprintf("locomo-%d", conv+1) + m.suffix }
 
-// openEvalEnv starts every service, as `membus up` does, in a temporary data dir on free ports.
-//
-// With a real backend (MariaDB + Redis, optionally an external NATS), the run gets its own subject
-// prefix and its accounts carry a run suffix (runID), so runs never meet in the shared servers;
-// its rows and streams are removed afterwards.
-func openEvalEnv(ctx context.Context, syncMode, embedder string, rb realBackend, logger *slog.Logger, opts ...func(*config.Config)) (*app.Env, func(), error) {
-	cfg := config.Defaults()
-	cfg.NATSSync = syncMode
-	cfg.Embedder = embedder
-	// the model lives outside the throw-away data dir: MEMBUS_MODEL_DIR, else ./data/models
-	cfg.ModelDir = os.Getenv("MEMBUS_MODEL_DIR")
-	if cfg.ModelDir == "" {
-		cfg.ModelDir = filepath.Join("data", "models")
-	}
-	cfg.InstanceID = "eval"
-	for _, o := range opts {
-		o(&cfg)
-	}
-	cfg.MySQLDSN, cfg.RedisURL, cfg.NATSURL = rb.dsn, rb.redisURL, rb.natsURL
-	if rb.natsToken != "" {
-		cfg.NATSToken = rb.natsToken
-	}
-	var cleanup func(*app.Env)
-	if rb.dsn != "" {
-		cfg.SubjectPrefix = "eval" + rb.runID
-		cleanup = func(env *app.Env) { cleanupRealRun(env, cfg.SubjectPrefix, rb.runID) }
-	}
-	env, closeEnv, done, err := startSystem(ctx, cfg, logger, cleanup)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := waitRPCReady(ctx, env, done); err != nil {
-		closeEnv()
-		return nil, nil, err
-	}
-	return env, closeEnv, nil
-}
-
-// waitRPCReady waits until the commit and recall endpoints answer (the services register
-// them once they run), or the services stop.
-func waitRPCReady(ctx context.Context, env *app.Env, done <-chan error) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	const probe = "ready-probe"
-	for {
-		var res contract.CommitResult
-		var rec contract.RecallResponse
-		err := bus.Call(ctx, env.NC, env.Names.RPC(probe, "commit"), contract.CommitRPCRequest{V: contract.Version, RequestID: probe,
-			UserID: probe, SessionID: probe, Kind: contract.CommitSync, Wait: true}, &res)
-		if err == nil {
-			err = bus.Call(ctx, env.NC, env.Names.RPC(probe, "recall"), contract.RecallRequest{V: contract.Version, UserID: probe, Query: "ready?"}, &rec)
-		}
-		if err == nil {
-			return nil
-		}
-		select {
-		case err := <-done:
-			return fmt.Errorf("services stopped while starting: %w", err)
-		case <-ctx.Done():
-			return fmt.Errorf("services not ready: %w", err)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
 // ingest sends every session of conversation conv as turn events (two turns an event, in
 // dialogue order, the session date as message time plus a second a turn) and commits each
 // session at its end with the synchronous commit RPC (kind compact).
@@ -587,7 +524,7 @@ func (m *membusEval) answer(ctx context.Context, conv int, q locomoQuestion) (ev
 // evalLocomo runs membus (and the baseline) on the conversations.
 func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalReport, error) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	env, closeEnv, err := openEvalEnv(ctx, p.sync, p.embedder, p.backend, logger, func(c *config.Config) {
+	env, closeEnv, err := harness.Open(ctx, p.sync, p.embedder, p.backend, logger, func(c *config.Config) {
 		if p.fusion != "" {
 			c.RecallFusion = p.fusion
 		}
@@ -597,8 +534,8 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalRe
 	}
 	defer closeEnv()
 	m := &membusEval{env: env, convs: convs, user: "locomo-user", agent: "main"}
-	if p.backend.runID != "" {
-		m.suffix = "-" + p.backend.runID
+	if p.backend.RunID != "" {
+		m.suffix = "-" + p.backend.RunID
 	}
 	turns := 0
 	for _, c := range convs {
@@ -636,8 +573,8 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalRe
 
 // evalParams are the knobs of one `membus eval locomo` run.
 type evalParams struct {
-	backend  realBackend // zero: embedded (SQLite, embedded NATS)
-	fusion   string      // recall fusion ("" = the default)
+	backend  harness.Backend // zero: embedded (SQLite, embedded NATS)
+	fusion   string          // recall fusion ("" = the default)
 	sync     string
 	embedder string
 	baseline string
@@ -645,15 +582,18 @@ type evalParams struct {
 	notes    io.Writer // one line per phase
 }
 
-// evalCmd runs `membus eval <name>`.
-func evalCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "locomo" {
-		fmt.Fprintln(stderr, "usage: membus eval locomo --data FILE [--baseline bm25] [--limit-conversations N] [--embedder hash] [--sync interval|always] [--json]")
-		return 2
-	}
-	fs := flag.NewFlagSet("membus eval locomo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	data := fs.String("data", "", "LoCoMo JSON file (e.g. ../shared/data/locomo/locomo-dev.json)")
+// Command is `membus eval`: recall-quality evaluations run on a fresh in-process membus.
+func Command() *cobra.Command {
+	cmd := &cobra.Command{Use: "eval", Short: "measure recall quality on a benchmark data set (membus eval locomo --data FILE)"}
+	cmd.AddCommand(locomoCommand())
+	return cmd
+}
+
+// locomoCommand is `membus eval locomo`.
+func locomoCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "locomo", Short: "recall quality on the LoCoMo benchmark (R@k by category), optionally beside a BM25 anchor", Args: cli.NoArgs}
+	fs := cmd.Flags()
+	data := fs.String("data", "", "LoCoMo JSON file, required (e.g. ../shared/data/locomo/locomo-dev.json)")
 	baseline := fs.String("baseline", "", `"bm25": also run the README's BM25 anchor over raw turns through the same harness`)
 	limitConvs := fs.Int("limit-conversations", 0, "evaluate only the first N conversations (0 = all)")
 	embedder := fs.String("embedder", "hash", "embedder of the membus run (pinned: never what happens to be on disk)")
@@ -663,79 +603,79 @@ func evalCmd(args []string, stdout, stderr io.Writer) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fusion := fs.String("fusion", "weighted", `recall fusion of the membus run: "weighted" (the default, 0.7 dense + 0.3 keyword), "rrf", or "dense" (the embedder alone, to measure it)`)
 	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return cli.Exit(func() int {
+			switch {
+			case *data == "":
+				fmt.Fprintln(stderr, "membus eval locomo: --data FILE is required")
+				return 2
+			case *baseline != "" && *baseline != "bm25":
+				fmt.Fprintf(stderr, "membus eval locomo: --baseline must be bm25, got %q\n", *baseline)
+				return 2
+			case *syncMode != "always" && *syncMode != "interval":
+				fmt.Fprintf(stderr, "membus eval locomo: --sync must be always or interval, got %q\n", *syncMode)
+				return 2
+			case *embedder == "auto":
+				fmt.Fprintln(stderr, "membus eval locomo: --embedder must name an embedder (hash, onnx, openai), not auto")
+				return 2
+			case *limitConvs < 0:
+				fmt.Fprintln(stderr, "membus eval locomo: --limit-conversations must be ≥ 0")
+				return 2
+			}
+			convs, err := loadLocomo(*data)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+				return 1
+			}
+			if *limitConvs > 0 && *limitConvs < len(convs) {
+				convs = convs[:*limitConvs]
+			}
+			if *cpuProfile != "" {
+				f, err := os.Create(*cpuProfile)
+				if err != nil {
+					fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+					return 1
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+					return 1
+				}
+				defer pprof.StopCPUProfile()
+			}
+			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, notes: stderr}
+			rb, err := harness.BackendFlag(*backend)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+				return 2
+			}
+			p.backend = rb
+			if *progress || harness.IsTerminal(stderr) {
+				p.progress = stderr
+			}
+			ctx, stop := app.SignalContext()
+			defer stop()
+			start := time.Now()
+			reports, err := evalLocomo(ctx, convs, p)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "membus eval locomo: %d conversations in %s\n", len(convs), time.Since(start).Round(time.Millisecond))
+			if *asJSON {
+				err = writeEvalJSON(stdout, reports...)
+			} else {
+				err = writeEvalTable(stdout, reports...)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+				return 1
+			}
+			return 0
+		}())
 	}
-	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "membus eval locomo: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	case *data == "":
-		fmt.Fprintln(stderr, "membus eval locomo: --data FILE is required")
-		return 2
-	case *baseline != "" && *baseline != "bm25":
-		fmt.Fprintf(stderr, "membus eval locomo: --baseline must be bm25, got %q\n", *baseline)
-		return 2
-	case *syncMode != "always" && *syncMode != "interval":
-		fmt.Fprintf(stderr, "membus eval locomo: --sync must be always or interval, got %q\n", *syncMode)
-		return 2
-	case *embedder == "auto":
-		fmt.Fprintln(stderr, "membus eval locomo: --embedder must name an embedder (hash, onnx, openai), not auto")
-		return 2
-	case *limitConvs < 0:
-		fmt.Fprintln(stderr, "membus eval locomo: --limit-conversations must be ≥ 0")
-		return 2
-	}
-	convs, err := loadLocomo(*data)
-	if err != nil {
-		fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
-		return 1
-	}
-	if *limitConvs > 0 && *limitConvs < len(convs) {
-		convs = convs[:*limitConvs]
-	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
-	}
-	p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, notes: stderr}
-	rb, err := backendFlag(*backend)
-	if err != nil {
-		fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
-		return 2
-	}
-	p.backend = rb
-	if *progress || isTerminal(stderr) {
-		p.progress = stderr
-	}
-	ctx, stop := app.SignalContext()
-	defer stop()
-	start := time.Now()
-	reports, err := evalLocomo(ctx, convs, p)
-	if err != nil {
-		fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(stderr, "membus eval locomo: %d conversations in %s\n", len(convs), time.Since(start).Round(time.Millisecond))
-	if *asJSON {
-		err = writeEvalJSON(stdout, reports...)
-	} else {
-		err = writeEvalTable(stdout, reports...)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
-		return 1
-	}
-	return 0
+	return cmd
 }
 
 // writeEvalJSON writes one SPEC §10 line per report.

@@ -1,4 +1,4 @@
-package main
+package eval
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 
 // locomoDevPath is the dev split, relative to this package: the shared data sits beside the
 // clone (../shared from the clone root).
-var locomoDevPath = filepath.Join("..", "..", "..", "shared", "data", "locomo", "locomo-dev.json")
+var locomoDevPath = filepath.Join("..", "..", "..", "..", "..", "shared", "data", "locomo", "locomo-dev.json")
 
 func TestBM25Tokens(t *testing.T) {
 	tests := []struct {
@@ -211,7 +211,6 @@ func TestEvalCmdFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no subcommand", nil, "usage: membus eval locomo"},
 		{"no data", []string{"locomo"}, "--data FILE is required"},
 		{"bad baseline", []string{"locomo", "--data", "x", "--baseline", "dense"}, "--baseline must be bm25"},
 		{"bad sync", []string{"locomo", "--data", "x", "--sync", "never"}, "--sync must be always or interval"},

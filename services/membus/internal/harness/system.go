@@ -1,22 +1,34 @@
-package main
+// Package harness starts whole membus systems in-process for the benches, the LoCoMo eval and
+// the system tests: every service as `membus up` runs them, on a fresh data dir and free
+// ports, against the embedded servers or a real backend (MariaDB, Redis, optionally an external
+// NATS) whose run-scoped rows and streams it removes afterwards.
+package harness
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/services/membus/internal/app"
 )
 
-// startSystem runs every service in-process, as `membus up` does, on cfg with a fresh
+// Start runs every service in-process, as `membus up` does, on cfg with a fresh
 // temporary data dir and free loopback ports (benches, the eval and tests of them). The
 // returned close stops the services, runs cleanup (what the run left in shared servers), and
 // removes the data dir.
-func startSystem(ctx context.Context, cfg config.Config, logger *slog.Logger, cleanup func(*app.Env)) (*app.Env, func(), <-chan error, error) {
+func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, cleanup func(*app.Env)) (*app.Env, func(), <-chan error, error) {
 	dir, err := os.MkdirTemp("", "membus-run-")
 	if err != nil {
 		return nil, nil, nil, err
@@ -60,9 +72,9 @@ func startSystem(ctx context.Context, cfg config.Config, logger *slog.Logger, cl
 	return env, closeEnv, done, nil
 }
 
-// deleteRunStreams removes a run's streams (they carry its subject prefix) from an external
+// DeleteRunStreams removes a run's streams (they carry its subject prefix) from an external
 // NATS; the embedded server goes away with the data dir.
-func deleteRunStreams(ctx context.Context, env *app.Env, prefix string) {
+func DeleteRunStreams(ctx context.Context, env *app.Env, prefix string) {
 	if env.Server != nil {
 		return
 	}
@@ -73,6 +85,139 @@ func deleteRunStreams(ctx context.Context, env *app.Env, prefix string) {
 	}
 }
 
-func cleanupContext() (context.Context, context.CancelFunc) {
+func CleanupContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+// Backend is what --backend real reads from the environment.
+type Backend struct {
+	DSN, RedisURL, NATSURL, NATSToken string
+	RunID                             string // names this run's accounts and subject prefix in shared servers
+}
+
+// BackendFlag reads --backend: "embedded" (the zero Backend) or "real".
+func BackendFlag(name string) (Backend, error) {
+	switch name {
+	case "embedded":
+		return Backend{}, nil
+	case "real":
+		rb, err := BackendFromEnv(os.Getenv)
+		rb.RunID = RandomHex(4)
+		return rb, err
+	default:
+		return Backend{}, fmt.Errorf("--backend must be embedded or real, got %q", name)
+	}
+}
+
+// CleanupRealRun removes what a run left in shared servers: its accounts' rows (they carry the
+// run id) and, on an external NATS, its streams (they carry the run's prefix).
+func CleanupRealRun(env *app.Env, prefix, runID string) {
+	ctx, cancel := CleanupContext()
+	defer cancel()
+	DeleteRunStreams(ctx, env, prefix)
+	for _, table := range []string{"messages", "sessions", "archives", "memories", "memory_sources", "summaries", "tombstones", "commit_results"} {
+		if _, err := env.Store.DB().ExecContext(ctx, "DELETE FROM "+table+" WHERE account_id LIKE ?", "%-"+runID); err != nil {
+			env.Logger.Warn("cleanup", "table", table, "err", err)
+		}
+	}
+}
+
+// ErrRealBackend: --backend real without its variables.
+var ErrRealBackend = errors.New("--backend real needs MEMBUS_MYSQL_DSN and MEMBUS_REDIS_URL (MEMBUS_NATS_URL optional: else an embedded NATS server)")
+
+func BackendFromEnv(getenv func(string) string) (Backend, error) {
+	rb := Backend{DSN: getenv("MEMBUS_MYSQL_DSN"), RedisURL: getenv("MEMBUS_REDIS_URL"),
+		NATSURL: getenv("MEMBUS_NATS_URL"), NATSToken: getenv("MEMBUS_NATS_TOKEN")}
+	var missing []string
+	if rb.DSN == "" {
+		missing = append(missing, "MEMBUS_MYSQL_DSN")
+	}
+	if rb.RedisURL == "" {
+		missing = append(missing, "MEMBUS_REDIS_URL")
+	}
+	if len(missing) > 0 {
+		return rb, fmt.Errorf("%w: %s unset", ErrRealBackend, strings.Join(missing, " and "))
+	}
+	return rb, nil
+}
+
+// IsTerminal reports whether w is a character device (a terminal, not a log file or pipe).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Open starts every service, as `membus up` does, in a temporary data dir on free ports.
+//
+// With a real backend (MariaDB + Redis, optionally an external NATS), the run gets its own subject
+// prefix and its accounts carry a run suffix (runID), so runs never meet in the shared servers;
+// its rows and streams are removed afterwards.
+func Open(ctx context.Context, syncMode, embedder string, rb Backend, logger *slog.Logger, opts ...func(*config.Config)) (*app.Env, func(), error) {
+	cfg := config.Defaults()
+	cfg.NATSSync = syncMode
+	cfg.Embedder = embedder
+	// the model lives outside the throw-away data dir: MEMBUS_MODEL_DIR, else ./data/models
+	cfg.ModelDir = os.Getenv("MEMBUS_MODEL_DIR")
+	if cfg.ModelDir == "" {
+		cfg.ModelDir = filepath.Join("data", "models")
+	}
+	cfg.InstanceID = "eval"
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cfg.MySQLDSN, cfg.RedisURL, cfg.NATSURL = rb.DSN, rb.RedisURL, rb.NATSURL
+	if rb.NATSToken != "" {
+		cfg.NATSToken = rb.NATSToken
+	}
+	var cleanup func(*app.Env)
+	if rb.DSN != "" {
+		cfg.SubjectPrefix = "eval" + rb.RunID
+		cleanup = func(env *app.Env) { CleanupRealRun(env, cfg.SubjectPrefix, rb.RunID) }
+	}
+	env, closeEnv, done, err := Start(ctx, cfg, logger, cleanup)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := WaitRPCReady(ctx, env, done); err != nil {
+		closeEnv()
+		return nil, nil, err
+	}
+	return env, closeEnv, nil
+}
+
+// WaitRPCReady waits until the commit and recall endpoints answer (the services register
+// them once they run), or the services stop.
+func WaitRPCReady(ctx context.Context, env *app.Env, done <-chan error) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	const probe = "ready-probe"
+	for {
+		var res contract.CommitResult
+		var rec contract.RecallResponse
+		err := bus.Call(ctx, env.NC, env.Names.RPC(probe, "commit"), contract.CommitRPCRequest{V: contract.Version, RequestID: probe,
+			UserID: probe, SessionID: probe, Kind: contract.CommitSync, Wait: true}, &res)
+		if err == nil {
+			err = bus.Call(ctx, env.NC, env.Names.RPC(probe, "recall"), contract.RecallRequest{V: contract.Version, UserID: probe, Query: "ready?"}, &rec)
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("services stopped while starting: %w", err)
+		case <-ctx.Done():
+			return fmt.Errorf("services not ready: %w", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
