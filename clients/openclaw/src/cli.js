@@ -62,7 +62,7 @@ export function registerMembusCli(ctx) {
           out(`membus: wrote plugins.entries.membus (natsUrl ${entry.natsUrl}, account ${entry.account ?? "default"}, user ${entry.user ?? "default"})\n`);
           out(`membus: plugins.slots.contextEngine = "membus"${opts.keepMemoryCore ? "" : `, plugins.slots.memory = "none" (memory-core off: membus is the memory)`}\n`);
           if (report) out(formatStatus(report));
-          if (report && !report.ok) out("membus: the config is written; start membus (membus up) and run `openclaw membus status`.\n");
+          if (report && !report.ok) out("membus: the config is written, but membus did not answer: fix what is said above (is `membus up` running? is the token's variable set where OpenClaw runs?), then run `openclaw membus status`.\n");
         }
         if (report && !report.ok) process.exitCode = 1;
       } catch (e) {
@@ -94,7 +94,8 @@ export function setupEntry(opts) {
   for (const [opt, key] of [["account", "account"], ["user", "user"], ["subjectPrefix", "subjectPrefix"]]) {
     if (opts[opt]) entry[key] = String(opts[opt]);
   }
-  const { problems } = resolveConfig(entry, {});
+  // A ${VAR} reference is written as given: OpenClaw substitutes it when it loads its config.
+  const problems = resolveConfig(entry, {}).problems.filter((p) => !/environment variable/.test(p));
   if (problems.length) throw new Error(problems.join("; "));
   return entry;
 }

@@ -24,6 +24,8 @@ test("setup options: the token from a file, bad values named, token and file exc
   writeFileSync(join(dir, "nats.token"), "tok-123\n");
   assert.deepEqual(setupEntry({ natsUrl: "nats://h:4222", tokenFile: join(dir, "nats.token"), account: "acme", user: "alice" }),
     { natsUrl: "nats://h:4222", token: "tok-123", account: "acme", user: "alice" });
+  assert.deepEqual(setupEntry({ natsUrl: "nats://h:4222", token: "${MEMBUS_NATS_TOKEN}" }), { natsUrl: "nats://h:4222", token: "${MEMBUS_NATS_TOKEN}" },
+    "an environment reference is written as given, set or not");
   assert.throws(() => setupEntry({ token: "a", tokenFile: "b" }), /not both/);
   assert.throws(() => setupEntry({ tokenFile: join(dir, "missing") }), /read --token-file/);
   assert.throws(() => setupEntry({ account: "Not Valid" }), /account: must be/);
