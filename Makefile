@@ -36,9 +36,15 @@ BENCHTIME ?= 1s
 bench:
 	@set -e; for d in $(MODULES); do (cd $$d && $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./...); done
 
+# go vet, gofmt, golangci-lint (.golangci.yml) in every module, and deadcode over the workspace
+# (code reachable from no binary and no test). The tools are built once into ~/.cache/membus/tools.
 lint:
 	@set -e; for d in $(MODULES); do (cd $$d && $(GO) vet ./...); done
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@set -e; tools=($$(bash scripts/lint-tools.sh)); \
+	for d in $(MODULES); do echo "== golangci-lint $$d"; (cd $$d && $${tools[0]} run ./...); done; \
+	echo "== deadcode"; out=$$($${tools[1]} -test -filter github.com/membus/membus github.com/membus/membus/...); \
+	if [ -n "$$out" ]; then echo "unreachable code:"; echo "$$out"; exit 1; fi
 
 fmt:
 	gofmt -w $(MODULES)

@@ -123,7 +123,7 @@ func TestWriteJSONLinesAndTable(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"bench":"ingest","backend":"embedded","sync":"always"`) {
-		t.Fatalf("JSON lines not one per result in SPEC order:\n%s", js.String())
+		t.Fatalf("JSON lines not one per result in docs/design.md §10 order:\n%s", js.String())
 	}
 	var tab bytes.Buffer
 	if err := WriteTable(&tab, rs...); err != nil {

@@ -47,14 +47,14 @@ func (r Result) MsgsPerSec() float64 {
 	return float64(r.Msgs) / r.Elapsed.Seconds()
 }
 
-// lineKeys is the SPEC §10 field order.
+// lineKeys is the docs/design.md §10 field order.
 var lineKeys = []string{
 	"bench", "backend", "sync", "embedder", "size",
 	"ops_per_sec", "msgs_per_sec", "p50_ms", "p95_ms", "p99_ms",
 	"floor_ops_per_sec", "floor_p50_ms", "floor_p99_ms", "ratio", "rss_mb",
 }
 
-// Line returns the SPEC §10 JSON fields of r. Fields that do not apply are
+// Line returns the docs/design.md §10 JSON fields of r. Fields that do not apply are
 // omitted: empty names, a zero size, msgs_per_sec when no messages were
 // counted, latencies when there are none, the floor fields without a floor,
 // rss_mb when unknown.
@@ -104,7 +104,7 @@ func round(x float64, places int) float64 {
 	return math.Round(x*p) / p
 }
 
-// WriteJSON writes one JSON object per result (JSON Lines), fields in SPEC
+// WriteJSON writes one JSON object per result (JSON Lines), fields in docs/design.md §10
 // order.
 func WriteJSON(w io.Writer, rs ...Result) error {
 	var buf bytes.Buffer

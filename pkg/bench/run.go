@@ -1,7 +1,7 @@
 // Package bench is the harness every `membus bench <name>` uses: warm-up,
 // a measured phase with per-operation latencies, percentiles, floors (the
 // same workload against the bare dependency, to put a number in context),
-// and output as SPEC §10 JSON Lines or a human table.
+// and output as docs/design.md §10 JSON Lines or a human table.
 package bench
 
 import (

@@ -53,7 +53,7 @@ func Connect(ctx context.Context, url, token, name string, opts ...nats.Option) 
 	if _, err := js.AccountInfo(actx); err != nil {
 		nc.Close()
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
-			return nil, fmt.Errorf("%w on nats-server at %s (%v): start it with -js or add `jetstream {}` to its config", ErrNoJetStream, url, err)
+			return nil, fmt.Errorf("%w on nats-server at %s (%w): start it with -js or add `jetstream {}` to its config", ErrNoJetStream, url, err)
 		}
 		return nil, fmt.Errorf("connect to nats %s: jetstream account info: %w", url, err)
 	}

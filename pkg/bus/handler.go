@@ -41,17 +41,6 @@ type Handler func(ctx context.Context, m *Msg) error
 // batch) and returns one error slot per message, in order.
 type BatchHandler func(ctx context.Context, msgs []*Msg) []error
 
-// Middleware wraps a handler with cross-cutting behaviour.
-type Middleware func(Handler) Handler
-
-// Chain wraps h in the middlewares; the first is the outermost.
-func Chain(h Handler, mws ...Middleware) Handler {
-	for i := len(mws) - 1; i >= 0; i-- {
-		h = mws[i](h)
-	}
-	return h
-}
-
 // ErrUnpublishable marks an outbox row that can never be published (payload over the server's
 // max payload, invalid subject, no stream for the subject): the relay dead-letters it.
 var ErrUnpublishable = errors.New("unpublishable")
@@ -104,22 +93,8 @@ func IsBusy(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// ErrPanic wraps a handler panic turned into an error by Recover.
+// ErrPanic wraps a handler panic, which the runner turns into an ordinary failure (counted,
+// retried, dead-lettered after MaxFailures) and logs with its stack.
 var ErrPanic = errors.New("handler panic")
-
-// Recover turns a handler panic into an ordinary error (counted like any failure) whose text
-// carries the panic value and the stack, so the runner's log shows where it happened.
-func Recover() Middleware {
-	return func(next Handler) Handler {
-		return func(ctx context.Context, m *Msg) (err error) {
-			defer func() {
-				if p := recover(); p != nil {
-					err = fmt.Errorf("%w: %v\n%s", ErrPanic, p, debug.Stack())
-				}
-			}()
-			return next(ctx, m)
-		}
-	}
-}
 
 func stackTrace() string { return string(debug.Stack()) }

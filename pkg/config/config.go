@@ -1,5 +1,5 @@
 // Package config loads the settings every membus process shares: command-line flags, MEMBUS_*
-// environment variables (the names of SPEC §9 are a contract), an optional YAML file and the
+// environment variables (the names of docs/design.md §9 are a contract), an optional YAML file and the
 // defaults, in that order of precedence. Validate names the key the user set in every error.
 package config
 
@@ -52,7 +52,7 @@ type Config struct {
 	RecallScopes string
 	// RecallFusion is "weighted" (0.7 dense + 0.3 keyword, the default) or "rrf".
 	RecallFusion string
-	// RecallDecay and RecallMMR switch on temporal decay and MMR (both off by default, SPEC §6).
+	// RecallDecay and RecallMMR switch on temporal decay and MMR (both off by default, docs/design.md §6).
 	RecallDecay, RecallMMR bool
 	// RateLimit and RateBurst are the gateway's token bucket per API key: requests per second
 	// and bucket size (shared through Redis when it is configured, else per replica).
@@ -64,7 +64,7 @@ type Config struct {
 	sources map[string]string
 }
 
-// Defaults returns the defaults of SPEC §9.
+// Defaults returns the defaults of docs/design.md §9.
 func Defaults() Config {
 	return Config{
 		DataDir:              "./data",

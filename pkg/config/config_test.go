@@ -103,7 +103,7 @@ func TestLoadPrecedence(t *testing.T) {
 			func(c Config) any { return c.InsecureNoAuth }, false, SourceFlag},
 		{"external NATS URL turns off the embedded server", nil, map[string]string{"MEMBUS_NATS_URL": "nats://n1:4222,nats://n2:4222"}, "nats_url",
 			func(c Config) any { return c.Embedded() }, false, SourceEnv},
-		{"every SPEC §9 env name is read", nil, map[string]string{"MEMBUS_MODEL_DIR": "/models"}, "model_dir",
+		{"every docs/design.md §9 env name is read", nil, map[string]string{"MEMBUS_MODEL_DIR": "/models"}, "model_dir",
 			func(c Config) any { return c.ModelPath() }, "/models", SourceEnv},
 	}
 	for _, tt := range tests {

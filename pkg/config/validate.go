@@ -173,7 +173,7 @@ func checkHostPort(addr string) error {
 func checkURL(raw string, schemes ...string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("not a URL: %v", err)
+		return fmt.Errorf("not a URL: %w", err)
 	}
 	for _, s := range schemes {
 		if u.Scheme == s {

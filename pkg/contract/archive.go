@@ -3,7 +3,7 @@ package contract
 import "time"
 
 // ArchiveSearchRequest is the body of <p>.rpc.<account>.archive.search and
-// GET /v1/sessions/{session_id}/archives/search?q= (SPEC §6 "Tools": archive_search): a
+// GET /v1/sessions/{session_id}/archives/search?q= (docs/design.md §6 "Tools": archive_search): a
 // case-insensitive keyword search over one session's archived messages.
 type ArchiveSearchRequest struct {
 	V         int    `json:"v"`

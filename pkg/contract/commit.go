@@ -28,7 +28,7 @@ type CommitRequest struct {
 	CreatedAt  time.Time `json:"created_at"`
 }
 
-// Commit statuses and reasons (SPEC §11).
+// Commit statuses and reasons (docs/design.md §11).
 const (
 	StatusCompleted = "completed"
 	StatusAccepted  = "accepted"

@@ -26,7 +26,7 @@ type ArchiveIndexEntry struct {
 	Abstract  string `json:"abstract"`
 }
 
-// ContextResponse is the assembled context (SPEC §6, §11).
+// ContextResponse is the assembled context (docs/design.md §6, §11).
 type ContextResponse struct {
 	V                    int                 `json:"v"`
 	Messages             []ContextMessage    `json:"messages"`

@@ -2,7 +2,7 @@ package contract
 
 import "time"
 
-// Event kinds of SPEC §2.8; the subject is <p>.events.<kind>.<account>.<session>.
+// Event kinds of docs/design.md §2.8; the subject is <p>.events.<kind>.<account>.<session>.
 const (
 	EventArchiveCreated   = "archive_created"
 	EventCommitCompleted  = "commit_completed"
@@ -12,7 +12,7 @@ const (
 	EventSummaryCreated   = "summary_created"
 )
 
-// EventKinds lists every kind, in the order of SPEC §2.8.
+// EventKinds lists every kind, in the order of docs/design.md §2.8.
 var EventKinds = []string{EventArchiveCreated, EventCommitCompleted, EventMemoryUpserted,
 	EventMemorySuperseded, EventMemoryDeleted, EventSummaryCreated}
 

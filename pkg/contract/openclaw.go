@@ -19,7 +19,7 @@ var (
 )
 
 // OpenClawSessionID maps OpenClaw's session identity to membus's storage id exactly as
-// OpenViking's plugin does (SPEC §3): a UUID session id is lower-cased; else a non-empty
+// OpenViking's plugin does (docs/design.md §3): a UUID session id is lower-cased; else a non-empty
 // session key becomes sha256(key); else a session id with Windows-illegal characters becomes
 // sha256("openclaw-session:" + id); else the id is kept as is.
 func OpenClawSessionID(sessionID, sessionKey string) string {
@@ -35,7 +35,7 @@ func OpenClawSessionID(sessionID, sessionKey string) string {
 	}
 }
 
-// OpenClawAgentID resolves the agent id (SPEC §3): the <id> of a session key of the form
+// OpenClawAgentID resolves the agent id (docs/design.md §3): the <id> of a session key of the form
 // agent:<id>:<rest>, else the runtime agent id, else "main"; prefixed "<prefix>_" when a prefix
 // is configured; sanitised to [a-zA-Z0-9_-].
 func OpenClawAgentID(sessionKey, runtimeAgentID, prefix string) string {

@@ -16,7 +16,7 @@ const (
 	KindDigest  = "digest"
 )
 
-// RecallRequest is the body of <p>.rpc.<account>.recall and POST /v1/recall (SPEC §6).
+// RecallRequest is the body of <p>.rpc.<account>.recall and POST /v1/recall (docs/design.md §6).
 // Zero values mean "the default".
 type RecallRequest struct {
 	V                int        `json:"v"`

@@ -1,6 +1,6 @@
 package contract
 
-// Stats kinds (SPEC §6 "Ops queries").
+// Stats kinds (docs/design.md §6 "Ops queries").
 const (
 	StatsOverview   = "overview"
 	StatsCategories = "categories"
@@ -60,7 +60,7 @@ type AgentStats struct {
 	Memories  int64  `json:"memories"`
 }
 
-// EraseRequest is the body of <p>.rpc.<account>.erase (SPEC §5 "Erasure"): one session of the
+// EraseRequest is the body of <p>.rpc.<account>.erase (docs/design.md §5 "Erasure"): one session of the
 // user, or the whole user when SessionID is empty.
 type EraseRequest struct {
 	V         int    `json:"v"`

@@ -2,7 +2,7 @@ package contract
 
 import "time"
 
-// SummaryRequest is the body of <p>.rpc.<account>.summary and GET /v1/summaries (SPEC §6
+// SummaryRequest is the body of <p>.rpc.<account>.summary and GET /v1/summaries (docs/design.md §6
 // "Tools": memory_summary): the digest of a user (or of one of their agents) for the day, ISO
 // week or month that contains Date. Served by the summarizer, which owns the digests.
 type SummaryRequest struct {

@@ -18,7 +18,7 @@ const (
 	PartToolResult = "tool_result"
 )
 
-// Limits of SPEC §2.
+// Limits of docs/design.md §2.
 const (
 	MaxMessageBytes         = 256 << 10
 	MinCommitTokenThreshold = 2000

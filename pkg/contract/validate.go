@@ -75,7 +75,7 @@ func (m *Message) validate() error {
 	return nil
 }
 
-// Text renders a message's parts as the capture text (SPEC §6: tool calls and results are
+// Text renders a message's parts as the capture text (docs/design.md §6: tool calls and results are
 // rendered, image captions kept).
 func (m *Message) Text() string {
 	out := ""

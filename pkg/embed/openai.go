@@ -60,19 +60,9 @@ func WithOpenAIDim(dim int) OpenAIOption { return func(o *OpenAI) { o.dim = dim 
 // WithOpenAIBatch sets the most texts per request (default 64).
 func WithOpenAIBatch(n int) OpenAIOption { return func(o *OpenAI) { o.batch = n } }
 
-// WithOpenAITimeout bounds each HTTP request, retries excluded (default 30 s).
-func WithOpenAITimeout(d time.Duration) OpenAIOption { return func(o *OpenAI) { o.timeout = d } }
-
-// WithOpenAIRetries sets how many times a 429, 5xx or transport error is retried
-// (default 3; 0 disables retries).
-func WithOpenAIRetries(n int) OpenAIOption { return func(o *OpenAI) { o.retries = n } }
-
 // WithOpenAIBackoff sets the first retry delay, doubled on each retry up to 10 s
 // (default 500 ms).
 func WithOpenAIBackoff(d time.Duration) OpenAIOption { return func(o *OpenAI) { o.backoff = d } }
-
-// WithOpenAIHTTPClient replaces http.DefaultClient.
-func WithOpenAIHTTPClient(c *http.Client) OpenAIOption { return func(o *OpenAI) { o.client = c } }
 
 // NewOpenAI returns the embedder for model at baseURL (e.g.
 // https://api.openai.com, http://localhost:11434; a trailing /v1 is
@@ -199,7 +189,7 @@ func (o *OpenAI) embedBatch(ctx context.Context, texts []string) ([][]float32, e
 			wait = min(r.after, maxRetryAfter)
 		}
 		if err := o.sleep(ctx, wait); err != nil {
-			return nil, fmt.Errorf("waiting to retry (%v): %w", r.err, err)
+			return nil, fmt.Errorf("waiting to retry (%w): %w", r.err, err)
 		}
 		delay = min(2*delay, maxOpenAIBackoff)
 	}

@@ -210,7 +210,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		c.log.Warn("llm attempt failed; retrying", "attempt", attempt, "wait", wait, "err", err)
 		select {
 		case <-ctx.Done():
-			return Response{}, fmt.Errorf("llm: %w (last error: %v)", ctx.Err(), last)
+			return Response{}, fmt.Errorf("llm: %w (last error: %w)", ctx.Err(), last)
 		case <-time.After(wait):
 		}
 		delay = min(delay*2, c.cfg.MaxBackoff)

@@ -88,7 +88,7 @@ func TestChat(t *testing.T) {
 			m := metrics.New("test", "t")
 			s := &stub{reply: tc.reply}
 			res, err := newClient(t, s, m).Chat(context.Background(), llm.Request{JSON: true, Messages: []llm.Message{{Role: "user", Content: "hi"}}})
-			switch want := tc.wantErr.(type) {
+			switch want := tc.wantErr.(type) { //nolint:errorlint // the case kinds what the test expects, not err
 			case nil:
 				if err != nil {
 					t.Fatalf("Chat: %v", err)

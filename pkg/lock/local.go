@@ -50,7 +50,8 @@ func (ls *localLease) refresh(ttl time.Duration) {
 		case <-ls.stop:
 			return
 		case <-ls.ctx.Done():
-			ls.Release(context.Background())
+			// The lease is lost or its holder gave up: releasing is best effort, the TTL frees it otherwise.
+			_ = ls.Release(context.Background())
 			return
 		case <-t.C:
 			ls.l.mu.Lock()

@@ -7,6 +7,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 )
 
@@ -34,8 +35,17 @@ func SessionKey(account, session string) string { return "lock:session:" + accou
 // MergeKey is the short (account, user) lock around conflict resolution and dedup.
 func MergeKey(account, user string) string { return "lock:merge:" + account + ":" + user }
 
-// Default lease lengths (SPEC §5).
+// Default lease lengths (docs/design.md §5).
 const (
 	SessionTTL = 10 * time.Minute
 	MergeTTL   = 30 * time.Second
 )
+
+// Release gives l back when the work under it is done (defer lock.Release(ctx, l, log)). A
+// failed release is logged and otherwise harmless: the lease expires after its TTL, and the
+// session epoch fences any write made after that.
+func Release(ctx context.Context, l Lease, log *slog.Logger) {
+	if err := l.Release(ctx); err != nil {
+		log.Warn("release lock; it expires after its TTL", "err", err)
+	}
+}

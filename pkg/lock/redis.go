@@ -67,7 +67,8 @@ func (ls *redisLease) refresh(ttl time.Duration) {
 		case <-ls.stop:
 			return
 		case <-ls.ctx.Done():
-			ls.Release(context.Background())
+			// The lease is lost or its holder gave up: releasing is best effort, the TTL frees it otherwise.
+			_ = ls.Release(context.Background())
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), ttl/3)

@@ -38,14 +38,8 @@ type LLMExtractor struct {
 // LLMOption configures an LLMExtractor.
 type LLMOption func(*LLMExtractor)
 
-// WithFallback replaces the heuristic fallback.
-func WithFallback(e Extractor) LLMOption { return func(l *LLMExtractor) { l.fallback = e } }
-
 // WithLogger sets the logger.
 func WithLogger(log *slog.Logger) LLMOption { return func(l *LLMExtractor) { l.log = log } }
-
-// WithBatchChars bounds the transcript characters sent in one request (default 24000).
-func WithBatchChars(n int) LLMOption { return func(l *LLMExtractor) { l.maxChars = n } }
 
 // NewLLM returns an LLM extractor over chat; m may be nil (no metrics).
 func NewLLM(chat Chatter, m *metrics.Metrics, opts ...LLMOption) *LLMExtractor {
@@ -109,7 +103,7 @@ func (l *LLMExtractor) ExtractReport(ctx context.Context, msgs []Message) ([]Can
 		l.log.Warn("llm extraction failed; falling back", "fallback", l.fallback.Name(), "reason", reason, "messages", len(batch), "err", err)
 		fb, ferr := l.fallback.Extract(ctx, batch)
 		if ferr != nil {
-			return nil, rep, fmt.Errorf("fallback %s after %v: %w", l.fallback.Name(), err, ferr)
+			return nil, rep, fmt.Errorf("fallback %s after %w: %w", l.fallback.Name(), err, ferr)
 		}
 		for i := range fb {
 			if fb[i].Extractor == "" {
@@ -118,10 +112,10 @@ func (l *LLMExtractor) ExtractReport(ctx context.Context, msgs []Message) ([]Can
 		}
 		out = append(out, fb...)
 	}
-	switch {
-	case rep.Fallbacks == 0:
+	switch rep.Fallbacks {
+	case 0:
 		rep.Extractor = l.Name()
-	case rep.Fallbacks == rep.Batches:
+	case rep.Batches:
 		rep.Extractor = l.fallback.Name()
 	default:
 		rep.Extractor = l.Name() + "+" + l.fallback.Name()
@@ -210,7 +204,7 @@ func (l *LLMExtractor) extractBatch(ctx context.Context, msgs []Message) ([]Cand
 	var outp llmOutput
 	dec := json.NewDecoder(strings.NewReader(stripFence(res.Content)))
 	if err := dec.Decode(&outp); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadOutput, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadOutput, err)
 	}
 	if outp.Memories == nil && !strings.Contains(res.Content, `"memories"`) {
 		return nil, fmt.Errorf("%w: no \"memories\" array", ErrBadOutput)

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Categories (SPEC §6).
+// Categories (docs/design.md §6).
 const (
 	Profile    = "profile"
 	Preference = "preference"
@@ -49,7 +49,7 @@ type Candidate struct {
 	Extractor  string // which extractor produced it: "heuristic", "llm" (not part of the id)
 }
 
-// ID is the deterministic memory id (SPEC §5): UUIDv5 over account, user, scope, agent when
+// ID is the deterministic memory id (docs/design.md §5): UUIDv5 over account, user, scope, agent when
 // agent-scoped, category, subject, attribute, polarity and the normalised value — plus the
 // event day for events, so recurring events stay distinct.
 func ID(account, user, agent string, c Candidate) string {

@@ -6,7 +6,7 @@ import (
 	"github.com/membus/membus/pkg/embed"
 )
 
-// Near-duplicate thresholds (SPEC §6 "Conflicts first, then dedup").
+// Near-duplicate thresholds (docs/design.md §6 "Conflicts first, then dedup").
 const (
 	JaccardDuplicate     = 0.7
 	LevenshteinDuplicate = 0.8

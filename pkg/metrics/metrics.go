@@ -1,6 +1,6 @@
 // Package metrics gives each service its own Prometheus registry (several services share one
 // process in embedded mode) and publishes a JSON snapshot of it on core NATS for the ops
-// dashboards (SPEC §2.7). Metrics carry counts and latencies, never user text.
+// dashboards (docs/design.md §2.7). Metrics carry counts and latencies, never user text.
 package metrics
 
 import (

@@ -16,7 +16,7 @@ import (
 	"github.com/membus/membus/pkg/contract"
 )
 
-// DefaultPublishInterval is how often Publish sends a snapshot (SPEC §2.7).
+// DefaultPublishInterval is how often Publish sends a snapshot (docs/design.md §2.7).
 const DefaultPublishInterval = 5 * time.Second
 
 // runtimeMetrics are the few Go/process figures a snapshot carries besides membus_* ones.

@@ -618,7 +618,7 @@ func (c *cachedStore) SeenRecently(ctx context.Context, account, session, messag
 	return n == 1
 }
 
-// ForgetDedup deletes the dedup keys of erased messages (SPEC §5 "Erasure").
+// ForgetDedup deletes the dedup keys of erased messages (docs/design.md §5 "Erasure").
 func (c *cachedStore) ForgetDedup(ctx context.Context, account, session string, messageIDs []string) error {
 	cctx, cancel := cacheCtx(ctx)
 	defer cancel()

@@ -1,6 +1,6 @@
 // Package session is the session store the services read and write history through: SQL is
 // the source of truth (pkg/store), and in distributed mode a Redis hot cache sits in front of
-// it (SPEC §4). NewSQL has no cache (embedded mode, or no Redis); NewCached puts Redis in
+// it (docs/design.md §4). NewSQL has no cache (embedded mode, or no Redis); NewCached puts Redis in
 // front. Both satisfy the same conformance suite (sessiontest.Run).
 package session
 

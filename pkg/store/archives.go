@@ -12,7 +12,7 @@ import (
 	"github.com/membus/membus/pkg/contract"
 )
 
-// Archive states, in order (SPEC §5).
+// Archive states, in order (docs/design.md §5).
 const (
 	StateArchived   = "archived"
 	StateExtracted  = "extracted"

@@ -22,7 +22,7 @@ type Erased struct {
 	Summaries    int64
 }
 
-// WriteTombstone records that a user (session "") or one session of a user is erased (SPEC §5
+// WriteTombstone records that a user (session "") or one session of a user is erased (docs/design.md §5
 // "Erasure"), before anything is deleted, so that commits, outbox rows and replays in flight
 // are dropped under the session lock from now on. A session that exists and belongs to another
 // user, or a session that neither exists nor was erased before by this user, is ErrNotFound

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Key roles (SPEC §3).
+// Key roles (docs/design.md §3).
 const (
 	RoleUser     = "user"
 	RoleAdmin    = "admin"

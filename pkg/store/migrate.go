@@ -67,7 +67,8 @@ func (s *Store) migrate(ctx context.Context) error {
 		if !got.Valid || got.Int64 != 1 {
 			return fmt.Errorf("migrate: another replica held the migration lock for 120 s")
 		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK('membus_migrate')")
+		// GET_LOCK is held by the connection: closing it releases the lock even if this fails.
+		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK('membus_migrate')") }()
 	}
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INT NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL, applied_us BIGINT NOT NULL)`); err != nil {

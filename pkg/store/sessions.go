@@ -291,7 +291,7 @@ func (s *Store) AppliedTurnsSeq(ctx context.Context, account, session string) (u
 }
 
 // PendingTokens are the tokens a commit would archive now: messages not yet archived, outside
-// the newest keepRecent (SPEC §6 keeps them active after an automatic commit).
+// the newest keepRecent (docs/design.md §6 keeps them active after an automatic commit).
 func (s *Store) PendingTokens(ctx context.Context, account, session string, keepRecent int) (int64, error) {
 	var n sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT SUM(m.tokens) FROM messages m JOIN sessions s

@@ -17,7 +17,7 @@ import (
 const maxArchivePointChars = 8000
 
 // indexArchiveMessages writes one vector point per archived message of a (recall's `archive`
-// target, SPEC §6): kind and scope "archive", the id memory.ArchiveMessageID, the text
+// target, docs/design.md §6): kind and scope "archive", the id memory.ArchiveMessageID, the text
 // "Name: content". Point ids are deterministic, so a replay overwrites what it wrote. The
 // payload names the message (session, message id, seq, archive) so recall can check it
 // against SQL, which stays the truth: an erased session's points are never answered.

@@ -12,14 +12,14 @@ import (
 )
 
 // Commit runs one commit request under the session lock. Archives left unfinished by an
-// earlier crash are resumed first; then the range is computed at execution time (SPEC §5)
+// earlier crash are resumed first; then the range is computed at execution time (docs/design.md §5)
 // from archived_upto+1 to min(upto, newest seq − keep_recent).
 func (s *Service) Commit(ctx context.Context, req contract.CommitRequest) error {
 	lease, err := s.d.Locker.Acquire(ctx, lock.SessionKey(req.AccountID, req.SessionID), lock.SessionTTL)
 	if err != nil {
 		return err
 	}
-	defer lease.Release(context.WithoutCancel(ctx))
+	defer lock.Release(context.WithoutCancel(ctx), lease, s.log)
 	ctx = lease.Context()
 
 	epoch, err := s.d.Store.AcquireEpoch(ctx, req.AccountID, req.SessionID)

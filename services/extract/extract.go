@@ -35,7 +35,7 @@ type Config struct {
 	BusyRetry     time.Duration // redelivery delay when the session lock is held; default 2s
 }
 
-// Defaults returns the defaults of SPEC §5–§6.
+// Defaults returns the defaults of docs/design.md §5–§6.
 func Defaults() Config {
 	return Config{KeepRecent: 10, MaxFailures: 5, CommitTimeout: 60 * time.Second, BusyRetry: 2 * time.Second}
 }
@@ -130,7 +130,11 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer rpc.Stop()
+	defer func() {
+		if err := rpc.Stop(); err != nil {
+			s.log.Warn("stop the RPC endpoints", "err", err)
+		}
+	}()
 	if err := rpc.Handle("commit", s.handleCommitRPC); err != nil {
 		return err
 	}

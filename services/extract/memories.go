@@ -56,7 +56,7 @@ func (s *Service) extract(ctx context.Context, epoch int64, a store.Archive) err
 	if err != nil {
 		return err
 	}
-	defer merge.Release(context.WithoutCancel(ctx))
+	defer lock.Release(context.WithoutCancel(ctx), merge, s.log)
 
 	existing, err := s.d.Store.Memories(ctx, store.MemoryFilter{AccountID: a.AccountID, UserID: a.UserID, ActiveOnly: true})
 	if err != nil {

@@ -44,7 +44,7 @@ func (s *Service) handleCommitRPC(ctx context.Context, account string, req micro
 
 // SyncCommit waits until ingest has applied every turn of the session published before the
 // call, queues a commit request for everything the session holds, and waits for its
-// commit_completed event (SPEC §5 "Synchronous commit"). A repeated request id gets the
+// commit_completed event (docs/design.md §5 "Synchronous commit"). A repeated request id gets the
 // stored result.
 func (s *Service) SyncCommit(ctx context.Context, account string, r contract.CommitRPCRequest) (contract.CommitResult, error) {
 	if b, err := s.d.Store.CommitResult(ctx, account, r.RequestID); err == nil {
@@ -53,7 +53,7 @@ func (s *Service) SyncCommit(ctx context.Context, account string, r contract.Com
 			return res, nil
 		}
 	}
-	// Tenancy (SPEC §3): another user's session answers exactly like a missing one, so its
+	// Tenancy (docs/design.md §3): another user's session answers exactly like a missing one, so its
 	// existence does not leak and nothing of it is committed (checked below).
 	skipped := contract.CommitResult{V: contract.Version, OK: true, Status: contract.StatusSkipped, Reason: contract.ReasonNoMessages, Memories: map[string]int{}}
 	timeout := s.cfg.CommitTimeout
@@ -95,7 +95,9 @@ func (s *Service) SyncCommit(ctx context.Context, account string, r contract.Com
 	if err != nil {
 		return contract.CommitResult{}, err
 	}
-	defer sub.Unsubscribe()
+	// A failed unsubscribe leaves a subscription on a unique inbox that nothing publishes to
+	// again; the connection drops it on close.
+	defer func() { _ = sub.Unsubscribe() }()
 
 	kind := r.Kind
 	if kind == "" {

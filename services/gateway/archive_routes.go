@@ -6,7 +6,7 @@ import (
 	"github.com/membus/membus/pkg/contract"
 )
 
-// RPC ops of the archive tools (served by recall; SPEC §6 "Tools").
+// RPC ops of the archive tools (served by recall; docs/design.md §6 "Tools").
 const (
 	opArchiveSearch = "archive.search"
 	opArchiveExpand = "archive.expand"

@@ -12,7 +12,7 @@ import (
 	"github.com/membus/membus/pkg/store"
 )
 
-// Identity headers (SPEC §11).
+// Identity headers (docs/design.md §11).
 const (
 	headerAPIKey  = "X-API-Key"
 	headerAccount = "X-Membus-Account" // insecure mode only

@@ -44,7 +44,7 @@ func Defaults() Config {
 func (c Config) Validate() error {
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
-		return fmt.Errorf("%w: http_addr %q: %v", ErrConfig, c.Addr, err)
+		return fmt.Errorf("%w: http_addr %q: %w", ErrConfig, c.Addr, err)
 	}
 	switch {
 	case c.InsecureNoAuth && !isLoopbackHost(host):

@@ -14,7 +14,7 @@ const opErase = "erase"
 // eraseTimeout bounds one erasure RPC (a user with many sessions takes a while).
 const eraseTimeout = 120 * time.Second
 
-// deleteSession answers DELETE /v1/sessions/{session_id} (SPEC §5 "Erasure"): the session's
+// deleteSession answers DELETE /v1/sessions/{session_id} (docs/design.md §5 "Erasure"): the session's
 // messages, archives, its sources in memories (a memory with none left goes), vectors, cache,
 // digests and JetStream/DLQ copies, after a tombstone. Another user's session is 404.
 func (s *Service) deleteSession(w http.ResponseWriter, r *http.Request, id identity) {

@@ -1,4 +1,4 @@
-// Package gateway is membus's stateless HTTP JSON API (SPEC §2 item 6, §3, §11): it
+// Package gateway is membus's stateless HTTP JSON API (docs/design.md §2 item 6, §3, §11): it
 // authenticates each request against the API keys in the store, fixes the tenant from the key,
 // publishes turns to JetStream and reaches every other service through bus RPC. The account in
 // every subject it uses comes from the caller's identity, never from the URL or the body.

@@ -42,7 +42,7 @@ type idempotencyStore interface {
 	release(ctx context.Context, key string) error
 }
 
-// idempotent makes a write safe to retry (SPEC §11): with an Idempotency-Key header, the first
+// idempotent makes a write safe to retry (docs/design.md §11): with an Idempotency-Key header, the first
 // answer (any status but 5xx and 429, which are worth retrying) is kept for
 // Config.IdempotencyTTL and a retry with the same key is answered with it — same status and
 // body, header Idempotent-Replayed: true — without running the write again. The key is scoped

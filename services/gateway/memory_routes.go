@@ -13,7 +13,7 @@ import (
 )
 
 // forgetMinScore is the score a single candidate needs for forget-by-query to delete it
-// (SPEC §6 "Tools": memory_forget).
+// (docs/design.md §6 "Tools": memory_forget).
 const forgetMinScore = 0.85
 
 // forgetCandidates is how many memories forget-by-query looks at.
@@ -51,7 +51,7 @@ type storeResponse struct {
 	Result    contract.CommitResult `json:"result"`
 }
 
-// storeMemory answers POST /v1/memories (SPEC §6 memory_store: write + synchronous commit):
+// storeMemory answers POST /v1/memories (docs/design.md §6 memory_store: write + synchronous commit):
 // the text is published as a user message to the side session storeSession(user, agent), then a
 // commit of kind store (keep_recent 0) waits until it is archived, extracted and indexed.
 // The message and commit ids derive from the Idempotency-Key (else the text and the time), so
@@ -150,7 +150,7 @@ type forgetResponse struct {
 	Candidates []contract.RecallItem `json:"candidates"`
 }
 
-// forgetByQuery answers POST /v1/memories/forget (SPEC §6 memory_forget by query): recall with
+// forgetByQuery answers POST /v1/memories/forget (docs/design.md §6 memory_forget by query): recall with
 // the query (memories only, no threshold); delete only when exactly one candidate scores
 // ≥ 0.85, else answer the candidates and delete nothing.
 func (s *Service) forgetByQuery(w http.ResponseWriter, r *http.Request, id identity) {

@@ -18,7 +18,7 @@ import (
 	"github.com/membus/membus/pkg/contract"
 )
 
-// defaultAgentID is the agent of a turn whose body names none (SPEC §3).
+// defaultAgentID is the agent of a turn whose body names none (docs/design.md §3).
 const defaultAgentID = "main"
 
 // sourceHTTP is TurnEvent.Source of turns posted to the gateway.
@@ -52,7 +52,7 @@ type messagesResponse struct {
 	Duplicate bool   `json:"duplicate"`
 }
 
-// postMessages publishes the posted messages as one TurnEvent (SPEC §2 "Turn in", §11). The
+// postMessages publishes the posted messages as one TurnEvent (docs/design.md §2 "Turn in", §11). The
 // answer is 202 once JetStream has stored it; ingest follows.
 func (s *Service) postMessages(w http.ResponseWriter, r *http.Request, id identity) {
 	ev, aerr := s.turnEvent(w, r, id)
@@ -230,7 +230,7 @@ func parseContent(raw json.RawMessage, where string) ([]contract.Part, *apiError
 	}
 }
 
-// messageSize counts a message's text the way contract validation does (SPEC §2: one
+// messageSize counts a message's text the way contract validation does (docs/design.md §2: one
 // message ≤ 256 KiB).
 func messageSize(m contract.Message) int {
 	size := 0
@@ -241,7 +241,7 @@ func messageSize(m contract.Message) int {
 	return size
 }
 
-// clampThreshold clamps a requested commit threshold to 2000–200000 (SPEC §2).
+// clampThreshold clamps a requested commit threshold to 2000–200000 (docs/design.md §2).
 func clampThreshold(v *int) *int {
 	if v == nil {
 		return nil

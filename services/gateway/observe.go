@@ -3,6 +3,7 @@ package gateway
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -64,7 +65,7 @@ func (s *Service) serve(w *statusWriter, r *http.Request, mux *http.ServeMux) (r
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
+			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 				panic(v)
 			}
 			s.log.Error("handler panic", "route", pattern, "panic", fmt.Sprint(v),

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 )
 
-// headerIdempotencyKey makes a write safe to retry (SPEC §11).
+// headerIdempotencyKey makes a write safe to retry (docs/design.md §11).
 const headerIdempotencyKey = "Idempotency-Key"
 
 // maxIdempotencyKeyLen is the schemas' event_id maxLength.
@@ -22,7 +22,7 @@ const maxIdempotencyKeyLen = 256
 // maxSessionIDLen is the schemas' session_id maxLength.
 const maxSessionIDLen = 512
 
-// agentIDPattern is the schemas' agent_id (SPEC §3: sanitised to [A-Za-z0-9_-]).
+// agentIDPattern is the schemas' agent_id (docs/design.md §3: sanitised to [A-Za-z0-9_-]).
 var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 // readBody reads the whole body under Config.MaxBodyBytes: over it is 413.

@@ -20,7 +20,7 @@ var injectedBlocks = []*regexp.Regexp{
 	regexp.MustCompile(`(?s)\[Session History Summary\].*?\[/Session History Summary\]`),
 }
 
-// secretPatterns redact credentials before anything is stored (SPEC §6 "Capture"); each
+// secretPatterns redact credentials before anything is stored (docs/design.md §6 "Capture"); each
 // match is replaced whole. hint is a lower-case literal every match contains: the regexp runs
 // only when the text contains it (most messages hold no secret, and the regexps are costly).
 var secretPatterns = []struct {

@@ -23,7 +23,7 @@ import (
 
 // Config of the ingest service.
 type Config struct {
-	CommitTokenThreshold int // default 20000 (SPEC §6)
+	CommitTokenThreshold int // default 20000 (docs/design.md §6)
 	Batch                int // messages per fetch (one SQL transaction), default 256
 	MaxFailures          int // default 5
 	// Workers are the fetch loops of one process on the shared durable: while one batch waits
@@ -38,7 +38,7 @@ type Config struct {
 	IdleCommit time.Duration
 }
 
-// Defaults returns the defaults of SPEC §6.
+// Defaults returns the defaults of docs/design.md §6.
 func Defaults() Config {
 	return Config{CommitTokenThreshold: 20000, Batch: 256, MaxFailures: 5, Workers: 2, IdleCommit: 30 * time.Minute}
 }
@@ -260,7 +260,7 @@ func (s *Service) decode(m *bus.Msg) (store.Turn, bool, error) {
 		return store.Turn{}, false, err
 	}
 	if ev.Source == contract.SourceOpenClaw {
-		// OpenClaw's ids are mapped to storage ids exactly as OpenViking's plugin does (SPEC §3);
+		// OpenClaw's ids are mapped to storage ids exactly as OpenViking's plugin does (docs/design.md §3);
 		// the publisher names the subject after the storage id.
 		ev.SessionID = contract.OpenClawSessionID(ev.SessionID, ev.SessionKey)
 		ev.AgentID = contract.OpenClawAgentID(ev.SessionKey, ev.AgentID, s.cfg.AgentPrefix)

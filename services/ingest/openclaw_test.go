@@ -10,7 +10,7 @@ import (
 	"github.com/membus/membus/services/ingest"
 )
 
-// An OpenClaw event is stored under the storage id and agent id of SPEC §3; the publisher names
+// An OpenClaw event is stored under the storage id and agent id of docs/design.md §3; the publisher names
 // the subject after the storage id.
 func TestOpenClawIdentityMapping(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, st *store.Store) {

@@ -35,7 +35,7 @@ func withStore(load func() (config.Config, error), f func(ctx context.Context, s
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }() // the command is done; a failed close of the pool changes none of it
 	return f(ctx, st)
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/membus/membus/pkg/vector"
 )
 
-// Archive tools (SPEC §6 "Tools").
+// Archive tools (docs/design.md §6 "Tools").
 const (
 	archiveSearchLimit    = 20
 	archiveSearchMaxLimit = 200

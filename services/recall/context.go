@@ -13,7 +13,7 @@ import (
 const systemPromptAddition = "Earlier parts of this conversation were archived. The [Session History Summary] and the archive index above summarise them. " +
 	"Before answering that something was not mentioned, search the archive (archive_search) or expand an archive (archive_expand)."
 
-// Context assembles what fits the host's token budget (SPEC §6 "Context assembly"):
+// Context assembles what fits the host's token budget (docs/design.md §6 "Context assembly"):
 // reserved = max(15%, 20000 when budget ≥ 40000); archive = min(15% of the rest, 8000); the
 // session gets the remainder: the overview, the archive index, then the newest active messages.
 func (s *Service) Context(ctx context.Context, account string, req contract.ContextRequest) (contract.ContextResponse, error) {

@@ -14,7 +14,7 @@ import (
 	"github.com/membus/membus/pkg/store"
 )
 
-// Erase answers <p>.rpc.<account>.erase (SPEC §5 "Erasure"): a tombstone first, then the SQL
+// Erase answers <p>.rpc.<account>.erase (docs/design.md §5 "Erasure"): a tombstone first, then the SQL
 // rows (messages, archives, memories or their sources, digests, commit results, pending
 // outbox rows), the vector points (memories and archived messages), the hot cache, and the
 // copies in JetStream and the DLQ (purged by subject). Another user's session is not found.

@@ -24,7 +24,7 @@ import (
 	"github.com/membus/membus/pkg/vector"
 )
 
-// Config of the recall service (SPEC §6 defaults).
+// Config of the recall service (docs/design.md §6 defaults).
 type Config struct {
 	Limit             int           // default 6
 	ScoreThreshold    float64       // default 0.15
@@ -42,7 +42,7 @@ type Config struct {
 	KeepRecent        int           // messages an automatic commit keeps active; pending tokens exclude them (default 10)
 }
 
-// Defaults returns SPEC §6's defaults.
+// Defaults returns docs/design.md §6's defaults.
 func Defaults() Config {
 	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: 24, MaxItemChars: 1000, UserShare: 0.6,
 		DefaultScopes: []string{contract.ScopeUser, contract.ScopeAgent, contract.ScopeArchive}, Fusion: FusionWeighted,
@@ -128,7 +128,11 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer rpc.Stop()
+	defer func() {
+		if err := rpc.Stop(); err != nil {
+			s.log.Warn("stop the RPC endpoints", "err", err)
+		}
+	}()
 	for op, h := range map[string]bus.RPCHandler{
 		"recall":          jsonHandler(s.Recall),
 		"context":         jsonHandler(s.Context),

@@ -16,7 +16,7 @@ import (
 	"github.com/membus/membus/pkg/vector"
 )
 
-// Query preparation (SPEC §6).
+// Query preparation (docs/design.md §6).
 const (
 	maxQueryChars = 4000
 	minQueryChars = 5
@@ -42,7 +42,7 @@ type candidate struct {
 	terms                     map[string]bool
 }
 
-// Recall answers a recall request (SPEC §6). It never fails the turn because the vector store
+// Recall answers a recall request (docs/design.md §6). It never fails the turn because the vector store
 // is down: it answers from keyword search over SQL, or empty, with degraded set.
 func (s *Service) Recall(ctx context.Context, account string, req contract.RecallRequest) (contract.RecallResponse, error) {
 	start := time.Now()
@@ -444,9 +444,7 @@ func termSet(s string) map[string]bool {
 	return out
 }
 
-// overlap is the share of the query's terms the text contains.
-func overlap(q map[string]bool, text string) float64 { return overlapTerms(q, termSet(text)) }
-
+// overlapTerms is the share of the query's terms t contains.
 func overlapTerms(q, t map[string]bool) float64 {
 	if len(q) == 0 {
 		return 0

@@ -7,7 +7,7 @@ import (
 	"github.com/membus/membus/pkg/contract"
 )
 
-// Stats answers <p>.rpc.<account>.stats (SPEC §6 "Ops queries"): counts of the subject's
+// Stats answers <p>.rpc.<account>.stats (docs/design.md §6 "Ops queries"): counts of the subject's
 // account, or of every account when the request says all_accounts (the gateway sets it only
 // for operator keys). Never user text.
 func (s *Service) Stats(ctx context.Context, account string, req contract.StatsRequest) (contract.StatsResponse, error) {

@@ -229,7 +229,7 @@ func decodeStrict(content string, v any) error {
 		return fmt.Errorf("%w: not a JSON object", ErrBadOutput)
 	}
 	if err := json.Unmarshal([]byte(s), v); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadOutput, err)
+		return fmt.Errorf("%w: %w", ErrBadOutput, err)
 	}
 	return nil
 }

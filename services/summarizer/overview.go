@@ -7,7 +7,7 @@ import (
 	"github.com/membus/membus/pkg/memory"
 )
 
-// Sections of the cumulative overview, in order (SPEC §6 "Summaries").
+// Sections of the cumulative overview, in order (docs/design.md §6 "Summaries").
 var Sections = []string{"Session Title", "Current State", "Task & Goals", "Key Facts & Decisions",
 	"Files & Context", "Errors & Corrections", "Open Issues"}
 

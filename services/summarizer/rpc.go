@@ -14,7 +14,7 @@ import (
 	"github.com/membus/membus/pkg/store"
 )
 
-// OpSummary is the RPC op of the digests: <p>.rpc.<account>.summary. SPEC §2 lists it among
+// OpSummary is the RPC op of the digests: <p>.rpc.<account>.summary. docs/design.md §2 lists it among
 // recall's ops; the summarizer serves it because it owns the digests (the gateway maps
 // GET /v1/summaries to it).
 const OpSummary = "summary"
@@ -58,7 +58,7 @@ func (s *Service) Summary(ctx context.Context, account string, r contract.Summar
 	}
 	span, err := BucketOf(r.Period, day.Add(12*time.Hour), s.cfg.Location)
 	if err != nil {
-		return contract.SummaryResponse{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return contract.SummaryResponse{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

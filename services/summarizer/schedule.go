@@ -174,7 +174,7 @@ func (sc *Scheduler) runBucket(ctx context.Context, j job, s Span) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	defer lease.Release(context.WithoutCancel(ctx))
+	defer lock.Release(context.WithoutCancel(ctx), lease, sc.log)
 	ctx = lease.Context()
 	// Re-read under the lease: another replica may have completed it since this tick began.
 	st, err := sc.d.Store.Job(ctx, j.name)

@@ -33,7 +33,7 @@ type Config struct {
 
 	// Schedule runs the scheduler (digests and the dedup sweep) in Run; default true.
 	Schedule bool
-	// Daily times ("HH:MM", in Location) of the jobs (SPEC §6 "Summaries"): the dedup sweep
+	// Daily times ("HH:MM", in Location) of the jobs (docs/design.md §6 "Summaries"): the dedup sweep
 	// (01:00), the daily digest of the day before (02:00), the weekly digest of the previous
 	// ISO week on Mondays (03:00), the monthly digest of the previous month on the 1st (04:00).
 	DedupAt, DailyAt, WeeklyAt, MonthlyAt string
@@ -167,7 +167,11 @@ func (s *Service) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		defer rpc.Stop()
+		defer func() {
+			if err := rpc.Stop(); err != nil {
+				s.log.Warn("stop the RPC endpoints", "err", err)
+			}
+		}()
 		if err := rpc.Handle(OpSummary, s.handleSummaryRPC); err != nil {
 			return err
 		}
@@ -212,7 +216,7 @@ func (s *Service) Apply(ctx context.Context, account, session string) error {
 	if err != nil {
 		return err
 	}
-	defer lease.Release(context.WithoutCancel(ctx))
+	defer lock.Release(context.WithoutCancel(ctx), lease, s.log)
 	ctx = lease.Context()
 	epoch, err := s.d.Store.AcquireEpoch(ctx, account, session)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 const sweepPage = 500
 
-// sweep is the scheduled dedup sweep (SPEC §6 "Conflicts first, then dedup"): it looks only at
+// sweep is the scheduled dedup sweep (docs/design.md §6 "Conflicts first, then dedup"): it looks only at
 // the memories changed since its watermark, takes each one's candidates from the vector
 // index's top-k (dense and keyword; never all pairs), re-reads them from SQL (the index may
 // lag) and marks near-duplicates by the extraction rules (memory.NearDuplicate): the newer of
@@ -66,7 +66,7 @@ func (sc *Scheduler) sweepUser(ctx context.Context, account, user string, change
 	if err != nil {
 		return err // busy: extraction is merging this user now; the run is retried
 	}
-	defer lease.Release(context.WithoutCancel(ctx))
+	defer lock.Release(context.WithoutCancel(ctx), lease, sc.log)
 	ctx = lease.Context()
 	gone := map[string]bool{}
 	for _, m := range changed {

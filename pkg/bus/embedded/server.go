@@ -36,7 +36,7 @@ type Config struct {
 var ErrListen = errors.New("nats listen address unavailable")
 
 // Start starts a JetStream-enabled NATS server and waits until it accepts connections.
-// JetStream fsyncs every write unless Sync is "interval" (SPEC §7).
+// JetStream fsyncs every write unless Sync is "interval" (docs/design.md §7).
 func Start(cfg Config) (*server.Server, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("embedded nats: DataDir is required")
@@ -63,7 +63,7 @@ func Start(cfg Config) (*server.Server, error) {
 		// The server only logs a failed listen; check first for a clear error.
 		ln, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
-			return nil, fmt.Errorf("%w: cannot listen on %s (%v): is another membus or nats-server running? change --nats-listen / MEMBUS_NATS_LISTEN", ErrListen, cfg.Listen, err)
+			return nil, fmt.Errorf("%w: cannot listen on %s (%w): is another membus or nats-server running? change --nats-listen / MEMBUS_NATS_LISTEN", ErrListen, cfg.Listen, err)
 		}
 		_ = ln.Close()
 	}

@@ -49,7 +49,7 @@ func TestStartEmbeddedRequiresTheToken(t *testing.T) {
 	}
 	defer func() { s.Shutdown(); s.WaitForShutdown() }()
 	if !s.JetStreamConfig().SyncAlways {
-		t.Error("SyncAlways is off by default; SPEC §7 wants it on")
+		t.Error("SyncAlways is off by default; docs/design.md §7 wants it on")
 	}
 	if got := s.JetStreamConfig().StoreDir; !strings.HasPrefix(got, filepath.Join(dir, "nats")) {
 		t.Errorf("StoreDir = %q, want under %s", got, filepath.Join(dir, "nats"))

@@ -77,9 +77,6 @@ func WithMaxLen(n int) Option { return func(o *options) { o.maxLen = n } }
 // WithThreads sets ONNX Runtime's intra-op threads (default: its own, one per core).
 func WithThreads(n int) Option { return func(o *options) { o.threads = n } }
 
-// WithLibrary sets the path of libonnxruntime.so (default <modelDir>/libonnxruntime.so).
-func WithLibrary(path string) Option { return func(o *options) { o.lib = path } }
-
 // Present reports whether modelDir holds the files New needs.
 func Present(modelDir string) bool {
 	for _, f := range Files {
@@ -182,7 +179,7 @@ func (e *Embedder) open(path string, threads int) error {
 	if err != nil {
 		return fmt.Errorf("onnx embedder: session options: %w", err)
 	}
-	defer so.Destroy()
+	defer func() { _ = so.Destroy() }() // freeing native memory; nothing to do if it fails
 	if threads > 0 {
 		if err := so.SetIntraOpNumThreads(threads); err != nil {
 			return fmt.Errorf("onnx embedder: threads: %w", err)
@@ -299,7 +296,7 @@ func (e *Embedder) run(batch [][]int64) ([][]float32, error) {
 	var inputs []ort.Value
 	defer func() {
 		for _, v := range inputs {
-			v.Destroy()
+			_ = v.Destroy() // freeing native memory; nothing to do if it fails
 		}
 	}()
 	for _, data := range [][]int64{inputIDs, mask, make([]int64, n*seq)}[:len(e.inputs)] {
@@ -314,7 +311,7 @@ func (e *Embedder) run(batch [][]int64) ([][]float32, error) {
 	if err := e.sess.Run(inputs, outputs); err != nil {
 		return nil, fmt.Errorf("onnx embed: run batch of %d×%d: %w", n, seq, err)
 	}
-	defer outputs[0].Destroy()
+	defer func() { _ = outputs[0].Destroy() }() // freeing native memory; nothing to do if it fails
 	t, ok := outputs[0].(*ort.Tensor[float32])
 	if !ok {
 		return nil, fmt.Errorf("onnx embed: output is %T, want float32 tensor", outputs[0])

@@ -64,7 +64,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, client: client}
 	if err := s.ensureCollection(ctx); err != nil {
-		client.Close()
+		_ = client.Close() // the ensureCollection error is the one to report
 		return nil, err
 	}
 	return s, nil

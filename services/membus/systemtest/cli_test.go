@@ -62,7 +62,7 @@ func vmRSS(t *testing.T, pid int) string {
 
 // TestKeysWhileRunning: `membus keys create` against the data dir of a running server prints
 // the key alone, the gateway honours it within a second, and `membus keys revoke` locks it
-// out within a second (SPEC §11).
+// out within a second (docs/design.md §11).
 func TestKeysWhileRunning(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

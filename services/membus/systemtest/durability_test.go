@@ -97,7 +97,7 @@ func (lp *loadPublisher) event(w, i int) contract.TurnEvent {
 
 // TestKillMidLoadLosesNothingAcked publishes turns as fast as it can, signals `membus up` in
 // the middle of the load, restarts it on the same data dir and checks that every acked
-// message is stored exactly once and nothing else is duplicated (SPEC §5, §7: durable by
+// message is stored exactly once and nothing else is duplicated (docs/design.md §5, §7: durable by
 // default, Ctrl-C drains and loses nothing acked). The restarted server still answers for the
 // sessions over HTTP.
 func TestKillMidLoadLosesNothingAcked(t *testing.T) {

@@ -147,7 +147,7 @@ func TestWalkingSkeleton(t *testing.T) {
 		t.Fatalf("account other recalled %+v", other.Items)
 	}
 
-	// The same over HTTP with an API key (SPEC §11 core routes).
+	// The same over HTTP with an API key (docs/design.md §11 core routes).
 	key, _, err := env.Store.CreateKey(ctx, "acme", "u2", store.RoleUser, "test")
 	if err != nil {
 		t.Fatal(err)

@@ -121,7 +121,7 @@ func (c *collection) convert(p *qdrant.PointStruct) (*storedPoint, error) {
 		if params := c.dense[name]; params != nil {
 			data := v.GetDense().GetData()
 			if data == nil {
-				data = v.GetData() // the deprecated field
+				data = v.GetData() //nolint:staticcheck // the deprecated field, which clients still send
 			}
 			if uint64(len(data)) != params.GetSize() {
 				return nil, status.Errorf(codes.InvalidArgument,
@@ -138,7 +138,7 @@ func (c *collection) convert(p *qdrant.PointStruct) (*storedPoint, error) {
 			sv := v.GetSparse()
 			idx, val := sv.GetIndices(), sv.GetValues()
 			if sv == nil {
-				idx, val = v.GetIndices().GetData(), v.GetData()
+				idx, val = v.GetIndices().GetData(), v.GetData() //nolint:staticcheck // the deprecated sparse form clients still send
 			}
 			if len(idx) != len(val) {
 				return nil, status.Errorf(codes.InvalidArgument, "Wrong input: sparse vector %q: %d indices, %d values", name, len(idx), len(val))

@@ -56,7 +56,7 @@ type Env struct {
 
 	mu      sync.Mutex
 	metrics []*metrics.Metrics
-	closers []func()
+	closers []closer
 }
 
 // Open builds the environment. In embedded mode (no MEMBUS_NATS_URL) it starts the NATS
@@ -111,7 +111,7 @@ func (e *Env) openBus(ctx context.Context) error {
 			return err
 		}
 		e.Server = s
-		e.closers = append(e.closers, func() { s.Shutdown(); s.WaitForShutdown() })
+		e.onClose("nats server", func() error { s.Shutdown(); s.WaitForShutdown(); return nil })
 		e.NATSURL = s.ClientURL()
 	} else {
 		e.NATSURL = cfg.NATSURL
@@ -122,7 +122,7 @@ func (e *Env) openBus(ctx context.Context) error {
 		return fmt.Errorf("connect to NATS at %s: %w", e.NATSURL, err)
 	}
 	e.NC = nc
-	e.closers = append(e.closers, func() { _ = nc.Drain(); nc.Close() })
+	e.onClose("nats connection", func() error { err := nc.Drain(); nc.Close(); return err })
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
@@ -146,8 +146,7 @@ func (e *Env) openStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s := e.Store
-	e.closers = append(e.closers, func() { s.Close() })
+	e.onClose("sql store", e.Store.Close)
 	return nil
 }
 
@@ -172,7 +171,7 @@ func (e *Env) openRedis(ctx context.Context) error {
 	}
 	e.Redis = c
 	e.Locker = lock.NewRedis(c, e.Names.Prefix+":")
-	e.closers = append(e.closers, func() { c.Close() })
+	e.onClose("redis", c.Close)
 	return nil
 }
 
@@ -202,7 +201,7 @@ func (e *Env) openVectors(ctx context.Context) error {
 				return fmt.Errorf("MEMBUS_QDRANT_URL %s: %w", redactedQdrant, err)
 			default:
 				stored = s.Model()
-				s.Close()
+				_ = s.Close() // only its model was read
 			}
 		}
 	default:
@@ -249,7 +248,7 @@ func (e *Env) openVectors(ctx context.Context) error {
 		if err != nil {
 			return nil, fmt.Errorf("local embedding model in %s (MEMBUS_MODEL_DIR): %w", modelDir, err)
 		}
-		e.closers = append(e.closers, func() { o.Close() })
+		e.onClose("onnx model", o.Close)
 		e.Logger.Info("local embedding model loaded", "model", o.Model(), "dir", modelDir)
 		return o, nil
 	}
@@ -330,7 +329,7 @@ func (e *Env) openVectors(ctx context.Context) error {
 			return fmt.Errorf("MEMBUS_QDRANT_URL %s: %w", redactedQdrant, err)
 		}
 		e.Vectors = s
-		e.closers = append(e.closers, func() { s.Close() })
+		e.onClose("qdrant", s.Close)
 		return nil
 	}
 	v, err := vector.OpenLocal(dir, e.Embedder.Model(), e.Embedder.Dim())
@@ -343,7 +342,7 @@ func (e *Env) openVectors(ctx context.Context) error {
 		return fmt.Errorf("vector index in %s (MEMBUS_DATA_DIR): %w", dir, err)
 	}
 	e.Vectors = v
-	e.closers = append(e.closers, func() { v.Close() })
+	e.onClose("vector index", v.Close)
 	return e.reconcileVectors(ctx, v)
 }
 
@@ -513,10 +512,22 @@ func (e *Env) Probes(names ...string) []bus.Probe {
 	return ps
 }
 
-// Close releases everything in reverse order of opening.
+// closer is one thing Close releases.
+type closer struct {
+	what  string
+	close func() error
+}
+
+// onClose registers f for Close.
+func (e *Env) onClose(what string, f func() error) { e.closers = append(e.closers, closer{what, f}) }
+
+// Close releases everything in reverse order of opening. A failure is logged: at shutdown there
+// is nothing else to do about it, and the rest is still released.
 func (e *Env) Close() {
 	for i := len(e.closers) - 1; i >= 0; i-- {
-		e.closers[i]()
+		if err := e.closers[i].close(); err != nil {
+			e.Logger.Warn("close "+e.closers[i].what, "err", err)
+		}
 	}
 	e.closers = nil
 }

@@ -105,7 +105,9 @@ type opsServer struct {
 
 func (o opsServer) Run(ctx context.Context) error {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"status":"ok"}`)) })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"status":"ok"}`)) // a client that went away needs no answer
+	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
@@ -115,7 +117,7 @@ func (o opsServer) Run(ctx context.Context) error {
 				return
 			}
 		}
-		w.Write([]byte(`{"status":"ready"}`))
+		_, _ = w.Write([]byte(`{"status":"ready"}`)) // a client that went away needs no answer
 	})
 	mux.Handle("GET /metrics", o.e.MetricsHandler())
 	ln, err := net.Listen("tcp", o.addr)
@@ -127,7 +129,9 @@ func (o opsServer) Run(ctx context.Context) error {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(sctx)
+		if err := srv.Shutdown(sctx); err != nil {
+			o.e.Logger.Warn("ops server shutdown", "err", err)
+		}
 	}()
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err

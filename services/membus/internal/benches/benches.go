@@ -1,5 +1,5 @@
 // Package benches holds the `membus bench` commands, one file each. They start membus through
-// the shared harness and print SPEC §10 JSON Lines (--json) or a table.
+// the shared harness and print docs/design.md §10 JSON Lines (--json) or a table.
 package benches
 
 import (
@@ -20,7 +20,7 @@ func Command() *cobra.Command {
 	return cmd
 }
 
-// writeResults prints a bench's results as SPEC §10 JSON Lines or a table and returns the exit
+// writeResults prints a bench's results as docs/design.md §10 JSON Lines or a table and returns the exit
 // code.
 func writeResults(stdout, stderr io.Writer, name string, asJSON bool, results []bench.Result) int {
 	write := bench.WriteTable

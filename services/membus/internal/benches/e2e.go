@@ -42,7 +42,7 @@ func benchE2ECmd() *cobra.Command {
 	warmup := fs.Int("warmup", 5, "turns before measuring")
 	embedder := fs.String("embedder", "hash", "embedder (pinned: never what happens to be on disk)")
 	timeout := fs.Duration("timeout", 60*time.Second, "longest one turn may take to become recallable")
-	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
+	asJSON := fs.Bool("json", false, "print docs/design.md §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {

@@ -44,7 +44,7 @@ func benchEmbedCmd() *cobra.Command {
 	batches := fs.String("batches", "1,32", "texts per Embed call, comma-separated")
 	sentences := fs.Int("sentences", 640, "measured sentences per embedder and batch size")
 	threads := fs.Int("threads", 0, "ONNX Runtime intra-op threads (0: one per core)")
-	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
+	asJSON := fs.Bool("json", false, "print docs/design.md §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -127,7 +127,7 @@ func benchEmbed(ctx context.Context, p embedParams) ([]bench.Result, error) {
 	if err != nil {
 		return results, err
 	}
-	defer o.Close()
+	defer func() { _ = o.Close() }() // the measurement is done; a failed close changes none of it
 	fmt.Fprintf(p.notes, "membus bench embed: %s loaded, rss %.1f MB; %.1f tokens per sentence on average\n", o.Model(), bench.RSSMB(), o.MeanTokens(embedSentences(256)))
 	if err := measure(o); err != nil {
 		return results, err

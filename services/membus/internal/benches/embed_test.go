@@ -11,7 +11,7 @@ import (
 	"github.com/membus/membus/pkg/embed"
 )
 
-// TestBenchEmbed runs `membus bench embed` small: one SPEC §10 line per embedder and batch
+// TestBenchEmbed runs `membus bench embed` small: one docs/design.md §10 line per embedder and batch
 // size, sentences/s as msgs_per_sec, the hash embedder as the floor of the ONNX rows. The
 // ONNX rows appear when the model is present (MEMBUS_MODEL_DIR or data/models).
 func TestBenchEmbed(t *testing.T) {

@@ -33,7 +33,7 @@ func benchHTTPCmd() *cobra.Command {
 	recallShare := fs.Int("recall-percent", 50, "share of requests that are recalls; the rest append a turn")
 	perClient := fs.Float64("rate", 10, "requests per second each client sends at most (the gateway limits each key to 20/s)")
 	syncMode := fs.String("sync", "always", "JetStream durability: always or interval")
-	asJSON := fs.Bool("json", false, "print SPEC §10-style JSON Lines on stdout")
+	asJSON := fs.Bool("json", false, "print docs/design.md §10-style JSON Lines on stdout")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return cli.Exit(func() int {
@@ -78,7 +78,7 @@ func benchHTTPCmd() *cobra.Command {
 					return
 				}
 				d := time.Since(start)
-				io.Copy(io.Discard, resp.Body)
+				_, _ = io.Copy(io.Discard, resp.Body) // drained for connection reuse; the status is what counts
 				resp.Body.Close()
 				mu.Lock()
 				status[resp.StatusCode]++
@@ -139,7 +139,10 @@ func benchHTTPCmd() *cobra.Command {
 			line["rate_limited"] = limited.Load()
 			line["status"] = status
 			if *asJSON {
-				json.NewEncoder(stdout).Encode(line)
+				if err := json.NewEncoder(stdout).Encode(line); err != nil {
+					fmt.Fprintf(stderr, "membus bench http: %v\n", err)
+					return 1
+				}
 				return 0
 			}
 			fmt.Fprintf(stdout, "http load: %d clients for %s (%d%% recall), %d requests, %.0f req/s\n", *clients, *dur, *recallShare, res.Ops, res.OpsPerSec())

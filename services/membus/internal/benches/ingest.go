@@ -54,7 +54,7 @@ func benchIngestCmd() *cobra.Command {
 	rate := fs.Int("rate", 1000, "offered load of the latency phase, messages/s")
 	duration := fs.Duration("duration", 3*time.Second, "length of the latency phase")
 	warmup := fs.Int("warmup", 200, "events stored before measuring")
-	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
+	asJSON := fs.Bool("json", false, "print docs/design.md §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {

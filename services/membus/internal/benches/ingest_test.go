@@ -13,7 +13,7 @@ import (
 // working and keeps its output contract, not its speed.
 var tinyIngestBench = []string{"--events", "20", "--sessions", "3", "--warmup", "4", "--rate", "400", "--duration", "100ms"}
 
-// checkIngestLines checks SPEC §10 JSON Lines of `membus bench ingest`: one per sync mode, in
+// checkIngestLines checks docs/design.md §10 JSON Lines of `membus bench ingest`: one per sync mode, in
 // order, every field that applies to ingest present and consistent.
 func checkIngestLines(t *testing.T, out, backend string, modes ...string) {
 	t.Helper()

@@ -45,7 +45,7 @@ func benchRecallCmd() *cobra.Command {
 	sizes := fs.String("sizes", "1000,10000", "memories per user, comma-separated (the issue's full table: 1000,10000,100000)")
 	count := fs.Int("count", 300, "measured recalls per size")
 	warmup := fs.Int("warmup", 30, "recalls before measuring, per size")
-	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
+	asJSON := fs.Bool("json", false, "print docs/design.md §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	backend := fs.String("backend", "embedded", "embedded (SQLite) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL; the vector index stays local)")

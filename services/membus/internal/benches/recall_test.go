@@ -10,7 +10,7 @@ import (
 )
 
 // TestBenchRecall runs `membus bench recall` at a tiny size: the command keeps working and
-// keeps its SPEC §10 output (one line per size, the floor and the ratio beside it).
+// keeps its docs/design.md §10 output (one line per size, the floor and the ratio beside it).
 func TestBenchRecall(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"bench", "recall", "--sizes", "50,120", "--count", "5", "--warmup", "1", "--json"}, &stdout, &stderr); code != 0 {

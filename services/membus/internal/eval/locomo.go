@@ -1,3 +1,5 @@
+// Package eval holds `membus eval`: recall quality measured on a benchmark data set (LoCoMo)
+// through a membus started in-process by the shared harness, beside a BM25 anchor over raw turns.
 package eval
 
 import (
@@ -39,7 +41,7 @@ const (
 	// most 1000 chars each), so recall@k measures the ranking; the budget is measured apart,
 	// by a second call with every default.
 	evalRankedBudget = evalRankedLimit * 1000
-	// Defaults of SPEC §6 the BM25 baseline's budget row applies the same way.
+	// Defaults of docs/design.md §6 the BM25 baseline's budget row applies the same way.
 	evalDefaultLimit  = 6
 	evalDefaultBudget = 4000
 	evalWorkers       = 4 // recall calls in flight
@@ -196,7 +198,7 @@ var evalCategories = []struct{ key, label string }{
 	{"1-4", "1-4"}, {"1", "1 multi-hop"}, {"2", "2 temporal"}, {"3", "3 open-domain"}, {"4", "4 single-hop"}, {"5", "5 adversarial"},
 }
 
-// evalCategory is one category of a report (SPEC §10 field names and order).
+// evalCategory is one category of a report (docs/design.md §10 field names and order).
 type evalCategory struct {
 	N                int     `json:"n"`
 	R1               float64 `json:"recall@1"`
@@ -209,7 +211,7 @@ type evalCategory struct {
 	Turns10          float64 `json:"turns@10"`
 }
 
-// evalReport is one system's result: one SPEC §10 JSON line.
+// evalReport is one system's result: one docs/design.md §10 JSON line.
 type evalReport struct {
 	System     string
 	Config     string
@@ -217,7 +219,7 @@ type evalReport struct {
 	Categories map[string]*evalCategory
 }
 
-// MarshalJSON writes the SPEC §10 line with the categories in report order.
+// MarshalJSON writes the docs/design.md §10 line with the categories in report order.
 func (r evalReport) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	head, err := json.Marshal(struct {
@@ -598,7 +600,7 @@ func locomoCommand() *cobra.Command {
 	limitConvs := fs.Int("limit-conversations", 0, "evaluate only the first N conversations (0 = all)")
 	embedder := fs.String("embedder", "hash", "embedder of the membus run (pinned: never what happens to be on disk)")
 	syncMode := fs.String("sync", "interval", `JetStream durability of the embedded server: "interval" (fast; the default here) or "always"`)
-	asJSON := fs.Bool("json", false, "print SPEC §10 JSON Lines on stdout")
+	asJSON := fs.Bool("json", false, "print docs/design.md §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw progress bars on stderr even when it is not a terminal")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fusion := fs.String("fusion", "weighted", `recall fusion of the membus run: "weighted" (the default, 0.7 dense + 0.3 keyword), "rrf", or "dense" (the embedder alone, to measure it)`)
@@ -678,7 +680,7 @@ func locomoCommand() *cobra.Command {
 	return cmd
 }
 
-// writeEvalJSON writes one SPEC §10 line per report.
+// writeEvalJSON writes one docs/design.md §10 line per report.
 func writeEvalJSON(w io.Writer, reports ...evalReport) error {
 	var buf bytes.Buffer
 	for _, r := range reports {

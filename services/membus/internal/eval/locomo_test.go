@@ -115,7 +115,7 @@ func TestBM25ReproducesAnchor(t *testing.T) {
 
 // TestEvalLocomoSmoke runs the whole membus path (ingest through the bus, commits, recall RPCs)
 // on a small conversation, with the BM25 baseline beside it, and checks the report's
-// structure: every category present, recall values in [0,1], the SPEC §10 JSON line fields.
+// structure: every category present, recall values in [0,1], the docs/design.md §10 JSON line fields.
 func TestEvalLocomoSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -62,7 +62,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, cleanup 
 	go func() { done <- env.RunAll(rctx, services...) }()
 	closeEnv := func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			logger.Warn("services stopped with an error", "err", err)
+		}
 		if cleanup != nil {
 			cleanup(env)
 		}
