@@ -1,9 +1,11 @@
 // Registration, separated from the SDK entry so tests can drive it with a fake plugin api.
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import { registerMembusCli } from "./cli.js";
 import { resolveConfig } from "./config.js";
 import { ENGINE_ID, createEngine } from "./engine.js";
 import { createRuntime } from "./runtime.js";
+import { createSpool } from "./spool.js";
 import { TOOL_NAMES, createTools } from "./tools.js";
 import { createNatsTransport } from "./transport.js";
 
@@ -11,7 +13,7 @@ import { createNatsTransport } from "./transport.js";
 export const COMMIT_ON_END = Object.freeze(["new", "reset", "idle", "daily"]);
 
 /**
- * @param {{ transport?: import("./transport.js").Transport, delegateCompaction?: (p: any) => Promise<any>, env?: Record<string, string | undefined> }} [overrides]
+ * @param {{ transport?: import("./transport.js").Transport, delegateCompaction?: (p: any) => Promise<any>, env?: Record<string, string | undefined>, spoolDir?: string }} [overrides]
  */
 export function createPlugin(overrides = {}) {
   /** @type {import("./runtime.js").Runtime | null} */
@@ -42,7 +44,12 @@ export function createPlugin(overrides = {}) {
       const { config, problems } = resolveConfig(api.pluginConfig, env);
       for (const p of problems) logger.warn(`membus: config ${p} (using the default)`);
       const transport = overrides.transport ?? createNatsTransport(config, logger); // connects on first use
-      const runtime = createRuntime({ config, transport, logger });
+      // Turns that wait for membus are kept on disk too, in OpenClaw's state dir: a process that
+      // exits (every `openclaw agent --local` run does) leaves them to the next one.
+      let spool;
+      const spoolDir = overrides.spoolDir ?? (mode === "full" ? stateDir(api) : undefined);
+      if (spoolDir) spool = createSpool(spoolDir, (what, err) => logger.warn(`membus: ${what} failed: ${err instanceof Error ? err.message : String(err)}`));
+      const runtime = createRuntime({ config, transport, logger, spool });
       rt = runtime;
       api.registerContextEngine(ENGINE_ID, () => createEngine(runtime, { delegateCompaction: overrides.delegateCompaction }));
       for (const name of TOOL_NAMES) {
@@ -90,5 +97,15 @@ export async function commitSession(rt, ref, why) {
   } catch (err) {
     rt.fail(`commit.${why}`, err);
     return null;
+  }
+}
+
+/** @param {any} api @returns {string | undefined} <OpenClaw state dir>/membus-spool, when the host says where that is */
+function stateDir(api) {
+  try {
+    const dir = api.runtime?.state?.resolveStateDir?.();
+    return typeof dir === "string" && dir ? join(dir, "membus-spool") : undefined;
+  } catch {
+    return undefined;
   }
 }

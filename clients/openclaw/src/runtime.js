@@ -33,7 +33,7 @@ export const MAX_EVENT_BYTES = 900 * 1024;
 /**
  * @param {{ config: import("./config.js").MembusConfig, transport: import("./transport.js").Transport,
  *   logger: { info: (m: string) => void, warn: (m: string) => void, error?: (m: string) => void, debug?: (m: string) => void },
- *   now?: () => Date }} deps
+ *   now?: () => Date, spool?: import("./spool.js").Spool }} deps
  */
 export function createRuntime(deps) {
   const { config, transport, logger } = deps;
@@ -42,8 +42,10 @@ export function createRuntime(deps) {
   const stats = { published: 0, duplicates: 0, queued: 0, dropped: 0, passthrough: 0, recalls: 0, injected: 0, sessionCommits: 0, errors: {} };
   /** @type {Map<string, { block: string, at: number }>} recall answers of recent prompts (see engine.recallBlock) */
   const recallCache = new Map();
-  /** @type {{ subject: string, payload: any, msgId: string }[]} */
-  const pending = [];
+  /** @type {import("./spool.js").PendingEvent[]} turns waiting for membus, oldest first (also on disk when a spool is given) */
+  const pending = deps.spool ? deps.spool.load() : [];
+  if (pending.length) logger.info(`membus: ${pending.length} turns left by an earlier process wait to be sent`);
+  const persist = () => deps.spool?.save(pending);
   /** advancement keys committed by this process (idempotence without a round trip) */
   const committedKeys = new Set();
   /** storage ids of sessions whose turns arrive through commitTurn (afterTurn then skips them) */
@@ -85,12 +87,16 @@ export function createRuntime(deps) {
   async function flushPending() {
     if (flushing) return flushing;
     flushing = (async () => {
-      while (pending.length) {
-        const e = pending[0];
-        const ack = await transport.publish(e.subject, e.payload, e.msgId);
-        pending.shift();
-        stats.published++;
-        if (ack.duplicate) stats.duplicates++;
+      try {
+        while (pending.length) {
+          const e = pending[0];
+          const ack = await transport.publish(e.subject, e.payload, e.msgId);
+          pending.shift();
+          stats.published++;
+          if (ack.duplicate) stats.duplicates++;
+        }
+      } finally {
+        persist();
       }
     })().finally(() => { flushing = null; });
     return flushing;
@@ -151,11 +157,12 @@ export function createRuntime(deps) {
     } catch (err) {
       fail("publish", err);
       for (const e of events.slice(published)) enqueue(e);
+      persist();
       return { published, duplicate, queued: true, messages: messages.length };
     }
   }
 
-  /** @param {{ subject: string, payload: any, msgId: string }} e */
+  /** @param {import("./spool.js").PendingEvent} e */
   function enqueue(e) {
     if (config.maxPendingEvents <= 0) { stats.dropped++; return; }
     while (pending.length >= config.maxPendingEvents) { pending.shift(); stats.dropped++; }
