@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/membus/membus/pkg/outbox"
+
 	"github.com/nats-io/nats.go"
 )
 
@@ -41,9 +43,8 @@ type Handler func(ctx context.Context, m *Msg) error
 // batch) and returns one error slot per message, in order.
 type BatchHandler func(ctx context.Context, msgs []*Msg) []error
 
-// ErrUnpublishable marks an outbox row that can never be published (payload over the server's
-// max payload, invalid subject, no stream for the subject): the relay dead-letters it.
-var ErrUnpublishable = errors.New("unpublishable")
+// ErrUnpublishable marks an outbox row that can never be published (outbox.ErrUnpublishable).
+var ErrUnpublishable = outbox.ErrUnpublishable
 
 type permanentError struct{ err error }
 

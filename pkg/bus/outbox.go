@@ -8,31 +8,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/membus/membus/pkg/outbox"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// OutboxRow is one event written in the same SQL transaction as the change it announces. Its
-// ID is deterministic and is the Nats-Msg-Id of the publish.
-type OutboxRow struct {
-	ID        string
-	Subject   string
-	Payload   []byte
-	CreatedAt time.Time
-	Attempts  int
-}
-
-// OutboxStore is the SQL side of the transactional outbox.
-type OutboxStore interface {
-	// Claim locks up to limit unsent rows (SELECT … FOR UPDATE SKIP LOCKED on MySQL; SQLite's
-	// single writer) in one transaction, calls fn for each in order, marks sent those fn
-	// returned nil for, marks dead (with the error text) those fn returned an error wrapping
-	// ErrUnpublishable for, stops at the first other error (leaving the rest unsent), commits
-	// and returns how many were marked.
-	Claim(ctx context.Context, limit int, fn func(ctx context.Context, row OutboxRow) error) (int, error)
-	// Prune deletes rows sent before sentBefore and returns how many.
-	Prune(ctx context.Context, sentBefore time.Time) (int, error)
-}
+// OutboxRow and OutboxStore are the outbox's row and store (package outbox), named here for
+// the relay's readers.
+type (
+	OutboxRow   = outbox.Row
+	OutboxStore = outbox.Store
+)
 
 // RelayConfig configures the outbox relay.
 type RelayConfig struct {

@@ -23,6 +23,10 @@ const (
 	MaxMessageBytes         = 256 << 10
 	MinCommitTokenThreshold = 2000
 	MaxCommitTokenThreshold = 200000
+	// DefaultCommitTokenThreshold is the threshold of a session that sets none (docs/design.md §6).
+	DefaultCommitTokenThreshold = 20000
+	// DefaultKeepRecent is how many newest messages an automatic commit leaves active.
+	DefaultKeepRecent = 10
 )
 
 // TurnEvent is one finished turn, published to <p>.turns.<account>.<session> with

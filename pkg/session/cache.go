@@ -232,8 +232,8 @@ return 1
 `
 
 // ApplyTurns writes SQL first, then the cache, then the dedup keys.
-func (c *cachedStore) ApplyTurns(ctx context.Context, names bus.Names, defaultThreshold int, turns []store.Turn) ([]store.ApplyResult, error) {
-	res, err := c.sql.ApplyTurns(ctx, names, defaultThreshold, turns)
+func (c *cachedStore) ApplyTurns(ctx context.Context, trigger store.Trigger, turns []store.Turn) ([]store.ApplyResult, error) {
+	res, err := c.sql.ApplyTurns(ctx, trigger, turns)
 	if err != nil {
 		return nil, err
 	}

@@ -124,7 +124,7 @@ func TestRedisCutMidLoad(t *testing.T) {
 		}
 		s := sessions[i%len(sessions)]
 		id := fmt.Sprintf("m%03d", i)
-		res, err := ss.ApplyTurns(ctx, names, 1_000_000, []store.Turn{sessiontest.Turn("acme", s, id, uint64(i+1), sessiontest.Msg(id, 0, "x", t0.Add(time.Duration(i)*time.Second)))})
+		res, err := ss.ApplyTurns(ctx, nil, []store.Turn{sessiontest.Turn("acme", s, id, uint64(i+1), sessiontest.Msg(id, 0, "x", t0.Add(time.Duration(i)*time.Second)))})
 		if err != nil {
 			t.Fatalf("write %d (cut %v): %v — a Redis outage must never fail the SQL write", i, i >= cutAt && i < restoreAt, err)
 		}
@@ -172,7 +172,7 @@ func TestCacheServesHits(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 	for i := range 3 {
 		id := fmt.Sprint("m", i)
-		if _, err := ss.ApplyTurns(ctx, names, 1_000_000, []store.Turn{sessiontest.Turn("acme", "s1", id, uint64(i+1), sessiontest.Msg(id, 0, "x", t0))}); err != nil {
+		if _, err := ss.ApplyTurns(ctx, nil, []store.Turn{sessiontest.Turn("acme", "s1", id, uint64(i+1), sessiontest.Msg(id, 0, "x", t0))}); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
@@ -219,7 +219,7 @@ func TestAnotherWriterNeverLeavesAStaleHit(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 	apply := func(ss session.Store, i int) {
 		id := fmt.Sprint("m", i)
-		if _, err := ss.ApplyTurns(ctx, names, 1_000_000, []store.Turn{sessiontest.Turn("acme", "s1", id, uint64(i+1), sessiontest.Msg(id, 0, "x", t0))}); err != nil {
+		if _, err := ss.ApplyTurns(ctx, nil, []store.Turn{sessiontest.Turn("acme", "s1", id, uint64(i+1), sessiontest.Msg(id, 0, "x", t0))}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"sort"
 
-	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/store"
 )
 
@@ -27,7 +26,7 @@ const (
 type Store interface {
 	// ApplyTurns stores a batch in SQL (one transaction per batch, store.Store.ApplyTurns),
 	// then updates the cache, then sets the dedup keys. A cache failure never fails the call.
-	ApplyTurns(ctx context.Context, names bus.Names, defaultThreshold int, turns []store.Turn) ([]store.ApplyResult, error)
+	ApplyTurns(ctx context.Context, trigger store.Trigger, turns []store.Turn) ([]store.ApplyResult, error)
 	// Active returns the session's newest limit active (not archived) messages — newest by
 	// seq, the storage order — in (created_at, position) order; limit ≤ 0 means all of them.
 	// An unknown session has none.
@@ -58,8 +57,8 @@ type sqlStore struct {
 	st *store.Store
 }
 
-func (s *sqlStore) ApplyTurns(ctx context.Context, names bus.Names, defaultThreshold int, turns []store.Turn) ([]store.ApplyResult, error) {
-	return s.st.ApplyTurns(ctx, names, defaultThreshold, turns)
+func (s *sqlStore) ApplyTurns(ctx context.Context, trigger store.Trigger, turns []store.Turn) ([]store.ApplyResult, error) {
+	return s.st.ApplyTurns(ctx, trigger, turns)
 }
 
 func (s *sqlStore) Active(ctx context.Context, account, session string, limit int) ([]store.Message, error) {

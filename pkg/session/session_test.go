@@ -10,15 +10,12 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/metrics"
 	"github.com/membus/membus/pkg/session"
 	"github.com/membus/membus/pkg/session/sessiontest"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/testenv"
 )
-
-var names, _ = bus.NewNames("membus")
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 

@@ -3,23 +3,22 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
-
-	"github.com/membus/membus/pkg/contract"
 )
 
-// RequestIdleCommits queues one CommitRequest (kind idle, keep_recent 0) into the outbox for
-// each session whose newest turn was stored before idleBefore and that still holds messages
-// no commit has archived, at most limit sessions a call. Each session is handled in its own
+// IdleRequest builds the outbox entry of an idle session's commit (ingest decides what the
+// request is); upto is the session's newest seq.
+type IdleRequest func(sess *Session, upto int64) (OutboxEntry, error)
+
+// RequestIdleCommits writes request's entry into the outbox for each session whose newest turn
+// was stored before idleBefore and that still holds messages no commit has archived, at most
+// limit sessions a call, and returns the entries written. Each session is handled in its own
 // transaction under its row lock and its idle mark is cleared in that transaction, so however
-// many replicas sweep at once a session is requested once per idle period; the request id is
-// deterministic too (a repeat is dropped by the outbox and by JetStream's dedup window).
-// subject names the commit subject of an account and session.
-func (s *Store) RequestIdleCommits(ctx context.Context, subject func(account, session string) string, idleBefore time.Time, limit int) ([]contract.CommitRequest, error) {
+// many replicas sweep at once a session is requested once per idle period (and a repeated
+// entry id is dropped by the outbox and by JetStream's dedup window).
+func (s *Store) RequestIdleCommits(ctx context.Context, idleBefore time.Time, limit int, request IdleRequest) ([]OutboxEntry, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT account_id, session_id FROM sessions WHERE idle_since_us > 0 AND idle_since_us < ? ORDER BY idle_since_us LIMIT ?",
 		idleBefore.UnixMicro(), limit)
 	if err != nil {
@@ -39,9 +38,9 @@ func (s *Store) RequestIdleCommits(ctx context.Context, subject func(account, se
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	var out []contract.CommitRequest
+	var out []OutboxEntry
 	for _, k := range due {
-		req, ok, err := s.requestIdleCommit(ctx, subject, k.account, k.session, idleBefore)
+		req, ok, err := s.requestIdleCommit(ctx, request, k.account, k.session, idleBefore)
 		if err != nil {
 			return out, fmt.Errorf("idle commit %s/%s: %w", k.account, k.session, err)
 		}
@@ -52,8 +51,8 @@ func (s *Store) RequestIdleCommits(ctx context.Context, subject func(account, se
 	return out, nil
 }
 
-func (s *Store) requestIdleCommit(ctx context.Context, subject func(account, session string) string, account, session string, idleBefore time.Time) (contract.CommitRequest, bool, error) {
-	var req contract.CommitRequest
+func (s *Store) requestIdleCommit(ctx context.Context, request IdleRequest, account, session string, idleBefore time.Time) (OutboxEntry, bool, error) {
+	var entry OutboxEntry
 	queued := false
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		sess, err := s.getSession(ctx, tx, account, session, true)
@@ -78,23 +77,17 @@ func (s *Store) requestIdleCommit(ctx context.Context, subject func(account, ses
 		if err != nil || tomb {
 			return err
 		}
-		keep := 0
-		req = contract.CommitRequest{
-			V: contract.Version, AccountID: account, UserID: sess.UserID, AgentID: sess.AgentID, SessionID: session,
-			Kind: contract.CommitIdle, Upto: upto, KeepRecent: &keep, CreatedAt: s.now().UTC(),
+		entry, err = request(sess, upto)
+		if err != nil {
+			return err
 		}
-		req.RequestID = CommitRequestID(account, session, contract.CommitIdle, strconv.FormatInt(upto, 10))
 		if upto > sess.CommitRequestedUpto {
 			if _, err := tx.ExecContext(ctx, "UPDATE sessions SET commit_requested_upto = ? WHERE account_id = ? AND session_id = ?", upto, account, session); err != nil {
 				return err
 			}
 		}
-		payload, err := json.Marshal(req)
-		if err != nil {
-			return err
-		}
 		queued = true
-		return s.insertOutbox(ctx, tx, []OutboxEntry{{ID: req.RequestID, Subject: subject(account, session), Payload: payload}})
+		return s.insertOutbox(ctx, tx, []OutboxEntry{entry})
 	})
-	return req, queued && err == nil, err
+	return entry, queued && err == nil, err
 }

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,29 @@ func (c *clock) set(t time.Time)        { c.ns.Store(t.UnixNano()) }
 func (c *clock) add(d time.Duration)    { c.ns.Add(int64(d)) }
 func newClock(t time.Time) *clock       { c := &clock{}; c.set(t); return c }
 func commitsSubject(a, s string) string { return names.Commits(a, s) }
+
+// idleRequest builds the idle commit as ingest does; sweepIdle decodes what the store wrote.
+func idleRequest(sess *store.Session, upto int64) (store.OutboxEntry, error) {
+	keep := 0
+	req := contract.CommitRequest{V: contract.Version, RequestID: fmt.Sprintf("idle-%s-%s-%d", sess.AccountID, sess.SessionID, upto),
+		AccountID: sess.AccountID, UserID: sess.UserID, AgentID: sess.AgentID, SessionID: sess.SessionID,
+		Kind: contract.CommitIdle, Upto: upto, KeepRecent: &keep, CreatedAt: time.Now().UTC()}
+	payload, err := json.Marshal(req)
+	return store.OutboxEntry{ID: req.RequestID, Subject: commitsSubject(sess.AccountID, sess.SessionID), Payload: payload}, err
+}
+
+func sweepIdle(ctx context.Context, s *store.Store, before time.Time, limit int) ([]contract.CommitRequest, error) {
+	entries, err := s.RequestIdleCommits(ctx, before, limit, idleRequest)
+	var reqs []contract.CommitRequest
+	for _, e := range entries {
+		var r contract.CommitRequest
+		if err := json.Unmarshal(e.Payload, &r); err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, err
+}
 
 // clockedBackends is backends with the store's clock under the test's control.
 func clockedBackends(t *testing.T, fn func(t *testing.T, s *store.Store, c *clock)) {
@@ -52,13 +77,13 @@ func TestRequestIdleCommits(t *testing.T) {
 		ctx := context.Background()
 		apply := func(session, id string) {
 			t.Helper()
-			if _, err := s.ApplyTurns(ctx, names, 100000, []store.Turn{turn("acme", session, "e-"+id, 1, msg(id, 0, "hello "+id, c.now()))}); err != nil {
+			if _, err := s.ApplyTurns(ctx, nil, []store.Turn{turn("acme", session, "e-"+id, 1, msg(id, 0, "hello "+id, c.now()))}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		sweep := func() []contract.CommitRequest {
 			t.Helper()
-			reqs, err := s.RequestIdleCommits(ctx, commitsSubject, c.now().Add(-idle), 100)
+			reqs, err := sweepIdle(ctx, s, c.now().Add(-idle), 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +143,7 @@ func TestRequestIdleCommitsRacingReplicas(t *testing.T) {
 		const sessions = 20
 		for i := range sessions {
 			id := string(rune('a'+i)) + "-sess"
-			if _, err := s.ApplyTurns(ctx, names, 100000, []store.Turn{turn("acme", id, "e-"+id, uint64(i+1), msg("m-"+id, 0, "text", c.now()))}); err != nil {
+			if _, err := s.ApplyTurns(ctx, nil, []store.Turn{turn("acme", id, "e-"+id, uint64(i+1), msg("m-"+id, 0, "text", c.now()))}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -129,7 +154,7 @@ func TestRequestIdleCommitsRacingReplicas(t *testing.T) {
 		for range 4 {
 			wg.Go(func() {
 				for range 3 {
-					reqs, err := s.RequestIdleCommits(ctx, commitsSubject, c.now().Add(-idle), 7)
+					reqs, err := sweepIdle(ctx, s, c.now().Add(-idle), 7)
 					if err != nil {
 						t.Error(err)
 						return
@@ -144,7 +169,7 @@ func TestRequestIdleCommitsRacingReplicas(t *testing.T) {
 		}
 		wg.Wait()
 		for len(seen) < sessions { // the racing sweeps may leave some for a later tick
-			reqs, err := s.RequestIdleCommits(ctx, commitsSubject, c.now().Add(-idle), 100)
+			reqs, err := sweepIdle(ctx, s, c.now().Add(-idle), 100)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/outbox"
 )
 
 // OutboxEntry is one event to publish after the transaction that wrote it commits.
@@ -28,14 +28,14 @@ func (s *Store) insertOutbox(ctx context.Context, tx *sql.Tx, entries []OutboxEn
 	return nil
 }
 
-// Outbox returns the store's outbox as the relay's OutboxStore.
-func (s *Store) Outbox() bus.OutboxStore { return outboxStore{s} }
+// Outbox returns the store's outbox as the relay reads it.
+func (s *Store) Outbox() outbox.Store { return outboxStore{s} }
 
 type outboxStore struct{ s *Store }
 
-// Claim implements bus.OutboxStore: rows are locked with FOR UPDATE SKIP LOCKED on MySQL so
+// Claim implements outbox.Store: rows are locked with FOR UPDATE SKIP LOCKED on MySQL so
 // concurrent relays never hold one row at once; SQLite's immediate transaction excludes them.
-func (o outboxStore) Claim(ctx context.Context, limit int, fn func(context.Context, bus.OutboxRow) error) (int, error) {
+func (o outboxStore) Claim(ctx context.Context, limit int, fn func(context.Context, outbox.Row) error) (int, error) {
 	s := o.s
 	marked := 0
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -48,9 +48,9 @@ func (o outboxStore) Claim(ctx context.Context, limit int, fn func(context.Conte
 		if err != nil {
 			return err
 		}
-		var batch []bus.OutboxRow
+		var batch []outbox.Row
 		for rows.Next() {
-			var r bus.OutboxRow
+			var r outbox.Row
 			var us int64
 			if err := rows.Scan(&r.ID, &r.Subject, &r.Payload, &us, &r.Attempts); err != nil {
 				rows.Close()
@@ -70,7 +70,7 @@ func (o outboxStore) Claim(ctx context.Context, limit int, fn func(context.Conte
 				if _, err := tx.ExecContext(ctx, "UPDATE outbox SET sent_us = ?, attempts = attempts + 1 WHERE id = ?", s.nowUS(), r.ID); err != nil {
 					return err
 				}
-			case errors.Is(perr, bus.ErrUnpublishable):
+			case errors.Is(perr, outbox.ErrUnpublishable):
 				if _, err := tx.ExecContext(ctx, "UPDATE outbox SET dead_us = ?, dead_reason = ?, attempts = attempts + 1 WHERE id = ?", s.nowUS(), perr.Error(), r.ID); err != nil {
 					return err
 				}

@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"sort"
 	"time"
-
-	"github.com/membus/membus/pkg/bus"
-	"github.com/membus/membus/pkg/contract"
 )
 
 // Session is a session row.
@@ -77,15 +74,36 @@ type ApplyResult struct {
 	Stored     int
 	Duplicates int
 	Tombstoned bool
-	Commit     *contract.CommitRequest // set when this batch crossed the threshold
+	// CommitUpto is the seq a commit was requested up to when this batch made the trigger
+	// fire for the turn's session (reported on the session's last turn of the batch); 0: none.
+	CommitUpto int64
 }
+
+// Pending is a session as a batch left it, inside ApplyTurns' transaction: what the commit
+// trigger decides on.
+type Pending struct {
+	AccountID, SessionID, UserID, AgentID string
+	// NewestSeq is the highest stored seq; CommitRequestedUpto the highest a commit was
+	// already requested for.
+	NewestSeq, CommitRequestedUpto int64
+	// UnrequestedTokens are the tokens of the unarchived messages after CommitRequestedUpto.
+	UnrequestedTokens int64
+	// Threshold and KeepRecent are the session's own overrides (nil: the service's default).
+	Threshold, KeepRecent *int
+}
+
+// Trigger is the commit decision ApplyTurns asks of each session a batch touched, inside the
+// batch's transaction. It returns the outbox entries to write with the batch — none: no commit
+// — and the session's new commit_requested_upto; an error fails the batch. A nil Trigger never
+// commits.
+type Trigger func(p Pending) (requestedUpto int64, entries []OutboxEntry, err error)
 
 // ApplyTurns stores a batch of turns in one transaction: messages deduplicated on
 // (account, session, message_id) by the unique key, seq assigned per session, pending tokens
-// and the applied TURNS stream seq updated, and — when a session's unrequested tokens reach
-// its threshold — one CommitRequest inserted into the outbox (edge, not level). Session rows
-// are locked in sorted order so concurrent batches cannot deadlock on them.
-func (s *Store) ApplyTurns(ctx context.Context, names bus.Names, defaultThreshold int, turns []Turn) ([]ApplyResult, error) {
+// and the applied TURNS stream seq updated, and for each session the trigger's outbox entries
+// (a commit request) written in the same transaction. Session rows are locked in sorted order
+// so concurrent batches cannot deadlock on them.
+func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) ([]ApplyResult, error) {
 	order := make([]int, len(turns))
 	for i := range order {
 		order[i] = i
@@ -106,7 +124,7 @@ func (s *Store) ApplyTurns(ctx context.Context, names bus.Names, defaultThreshol
 			if cur == nil || curTomb {
 				return nil
 			}
-			return s.finishSession(ctx, tx, names, defaultThreshold, cur, turns, order, results)
+			return s.finishSession(ctx, tx, trigger, cur, turns, order, results)
 		}
 		for _, i := range order {
 			t := turns[i]
@@ -172,38 +190,32 @@ func (s *Store) ApplyTurns(ctx context.Context, names bus.Names, defaultThreshol
 	return results, nil
 }
 
-// finishSession writes the session row back and applies the commit trigger.
-func (s *Store) finishSession(ctx context.Context, tx *sql.Tx, names bus.Names, defaultThreshold int, cur *Session, turns []Turn, order []int, results []ApplyResult) error {
-	threshold := defaultThreshold
-	if cur.CommitThreshold != nil {
-		threshold = *cur.CommitThreshold
-	}
-	var unrequested sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT SUM(tokens) FROM messages WHERE account_id = ? AND session_id = ? AND seq > ? AND archive_id IS NULL`,
-		cur.AccountID, cur.SessionID, cur.CommitRequestedUpto).Scan(&unrequested); err != nil {
-		return err
-	}
-	if threshold > 0 && unrequested.Int64 >= int64(threshold) && cur.NextSeq-1 > cur.CommitRequestedUpto {
-		cur.CommitRequestedUpto = cur.NextSeq - 1
-		req := contract.CommitRequest{
-			V: contract.Version, AccountID: cur.AccountID, UserID: cur.UserID, AgentID: cur.AgentID,
-			SessionID: cur.SessionID, Kind: contract.CommitAuto, Upto: cur.CommitRequestedUpto,
-			KeepRecent: cur.KeepRecent, CreatedAt: s.now().UTC(),
+// finishSession asks the trigger about the session and writes the session row back.
+func (s *Store) finishSession(ctx context.Context, tx *sql.Tx, trigger Trigger, cur *Session, turns []Turn, order []int, results []ApplyResult) error {
+	if trigger != nil && cur.NextSeq-1 > cur.CommitRequestedUpto {
+		var unrequested sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT SUM(tokens) FROM messages WHERE account_id = ? AND session_id = ? AND seq > ? AND archive_id IS NULL`,
+			cur.AccountID, cur.SessionID, cur.CommitRequestedUpto).Scan(&unrequested); err != nil {
+			return err
 		}
-		req.RequestID = CommitRequestID(cur.AccountID, cur.SessionID, contract.CommitAuto, fmt.Sprint(req.Upto))
-		payload, err := json.Marshal(req)
+		upto, entries, err := trigger(Pending{AccountID: cur.AccountID, SessionID: cur.SessionID, UserID: cur.UserID, AgentID: cur.AgentID,
+			NewestSeq: cur.NextSeq - 1, CommitRequestedUpto: cur.CommitRequestedUpto, UnrequestedTokens: unrequested.Int64,
+			Threshold: cur.CommitThreshold, KeepRecent: cur.KeepRecent})
 		if err != nil {
-			return err
+			return fmt.Errorf("commit trigger %s/%s: %w", cur.AccountID, cur.SessionID, err)
 		}
-		if err := s.insertOutbox(ctx, tx, []OutboxEntry{{ID: req.RequestID, Subject: names.Commits(cur.AccountID, cur.SessionID), Payload: payload}}); err != nil {
-			return err
-		}
-		// Report the request on the last turn of this session in the batch.
-		for k := len(order) - 1; k >= 0; k-- {
-			t := turns[order[k]]
-			if t.AccountID == cur.AccountID && t.SessionID == cur.SessionID {
-				results[order[k]].Commit = &req
-				break
+		if len(entries) > 0 {
+			if err := s.insertOutbox(ctx, tx, entries); err != nil {
+				return err
+			}
+			cur.CommitRequestedUpto = upto
+			// Report the request on the last turn of this session in the batch.
+			for k := len(order) - 1; k >= 0; k-- {
+				t := turns[order[k]]
+				if t.AccountID == cur.AccountID && t.SessionID == cur.SessionID {
+					results[order[k]].CommitUpto = upto
+					break
+				}
 			}
 		}
 	}
@@ -214,9 +226,6 @@ func (s *Store) finishSession(ctx context.Context, tx *sql.Tx, names bus.Names, 
 		nullInt(cur.CommitThreshold), nullInt(cur.KeepRecent), unixMicro(cur.IdleSince), s.nowUS(), cur.AccountID, cur.SessionID)
 	return err
 }
-
-// CommitRequestID is the deterministic id of a commit request (and its Nats-Msg-Id).
-func CommitRequestID(parts ...string) string { return "commit-" + bus.MsgID(parts...)[:40] }
 
 func (s *Store) lockSession(ctx context.Context, tx *sql.Tx, t Turn) (*Session, error) {
 	now := s.nowUS()

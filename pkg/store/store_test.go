@@ -48,6 +48,19 @@ func turn(account, session, event string, seq uint64, ms ...store.Message) store
 
 var names, _ = bus.NewNames("membus")
 
+// thresholdTrigger requests a commit up to the newest seq once a session's unrequested tokens
+// reach n: the shape of ingest's trigger, for the store's side of the contract (the entries are
+// written in the batch's transaction and commit_requested_upto moves).
+func thresholdTrigger(n int) store.Trigger {
+	return func(p store.Pending) (int64, []store.OutboxEntry, error) {
+		if p.UnrequestedTokens < int64(n) {
+			return 0, nil, nil
+		}
+		id := fmt.Sprintf("commit-%s-%s-%d", p.AccountID, p.SessionID, p.NewestSeq)
+		return p.NewestSeq, []store.OutboxEntry{{ID: id, Subject: names.Commits(p.AccountID, p.SessionID), Payload: []byte(`{}`)}}, nil
+	}
+}
+
 func TestApplyTurns(t *testing.T) {
 	backends(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -56,7 +69,7 @@ func TestApplyTurns(t *testing.T) {
 		ev2 := turn("acme", "s1", "e2", 2, msg("m0", 0, "older", t0.Add(-time.Minute)))
 		// The same event three times, and out of order: same history.
 		for _, batch := range [][]store.Turn{{ev2, ev1}, {ev1}, {ev1, ev2}} {
-			if _, err := s.ApplyTurns(ctx, names, 1000, batch); err != nil {
+			if _, err := s.ApplyTurns(ctx, thresholdTrigger(1000), batch); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -79,7 +92,7 @@ func TestApplyTurns(t *testing.T) {
 			t.Fatalf("session = count %d next %d applied %d, want 3 4 2", sess.MessageCount, sess.NextSeq, sess.AppliedTurnsSeq)
 		}
 		// Another account with the same session id never meets this one.
-		if _, err := s.ApplyTurns(ctx, names, 1000, []store.Turn{turn("other", "s1", "e1", 3, msg("m1", 0, "secret", t0))}); err != nil {
+		if _, err := s.ApplyTurns(ctx, thresholdTrigger(1000), []store.Turn{turn("other", "s1", "e1", 3, msg("m1", 0, "secret", t0))}); err != nil {
 			t.Fatal(err)
 		}
 		h, _ = s.History(ctx, "acme", "s1", false)
@@ -97,11 +110,11 @@ func TestCommitTriggerIsAnEdge(t *testing.T) {
 		t0 := time.Now().UTC()
 		var commits int
 		for i := 0; i < 10; i++ {
-			rs, err := s.ApplyTurns(ctx, names, 25, []store.Turn{turn("acme", "s1", fmt.Sprint("e", i), uint64(i+1), msg(fmt.Sprint("m", i), 0, "0123456789", t0))})
+			rs, err := s.ApplyTurns(ctx, thresholdTrigger(25), []store.Turn{turn("acme", "s1", fmt.Sprint("e", i), uint64(i+1), msg(fmt.Sprint("m", i), 0, "0123456789", t0))})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rs[0].Commit != nil {
+			if rs[0].CommitUpto > 0 {
 				commits++
 			}
 		}
@@ -120,7 +133,7 @@ func TestArchiveFencing(t *testing.T) {
 	backends(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		t0 := time.Now().UTC()
-		if _, err := s.ApplyTurns(ctx, names, 0, []store.Turn{turn("acme", "s1", "e1", 1, msg("m1", 0, "a", t0), msg("m2", 1, "b", t0))}); err != nil {
+		if _, err := s.ApplyTurns(ctx, nil, []store.Turn{turn("acme", "s1", "e1", 1, msg("m1", 0, "a", t0), msg("m2", 1, "b", t0))}); err != nil {
 			t.Fatal(err)
 		}
 		old, err := s.AcquireEpoch(ctx, "acme", "s1")
@@ -174,7 +187,7 @@ func TestOutboxClaimNeverSharesARow(t *testing.T) {
 		t0 := time.Now().UTC()
 		// 40 crossings → 40 outbox rows.
 		for i := 0; i < 40; i++ {
-			if _, err := s.ApplyTurns(ctx, names, 5, []store.Turn{turn("acme", fmt.Sprint("s", i), "e", uint64(i+1), msg("m", 0, "0123456789", t0))}); err != nil {
+			if _, err := s.ApplyTurns(ctx, thresholdTrigger(5), []store.Turn{turn("acme", fmt.Sprint("s", i), "e", uint64(i+1), msg("m", 0, "0123456789", t0))}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -272,7 +285,7 @@ func TestPendingTokensExcludeTheKeepRecentWindow(t *testing.T) {
 		ctx := context.Background()
 		t0 := time.Now().UTC()
 		for i := 0; i < 15; i++ {
-			if _, err := s.ApplyTurns(ctx, names, 0, []store.Turn{turn("acme", "s1", fmt.Sprint("e", i), uint64(i+1), msg(fmt.Sprint("m", i), 0, "0123456789", t0))}); err != nil {
+			if _, err := s.ApplyTurns(ctx, nil, []store.Turn{turn("acme", "s1", fmt.Sprint("e", i), uint64(i+1), msg(fmt.Sprint("m", i), 0, "0123456789", t0))}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -37,7 +37,7 @@ type Config struct {
 
 // Defaults returns the defaults of docs/design.md §5–§6.
 func Defaults() Config {
-	return Config{KeepRecent: 10, MaxFailures: 5, CommitTimeout: 60 * time.Second, BusyRetry: 2 * time.Second}
+	return Config{KeepRecent: contract.DefaultKeepRecent, MaxFailures: 5, CommitTimeout: 60 * time.Second, BusyRetry: 2 * time.Second}
 }
 
 // Validate names the bad key.

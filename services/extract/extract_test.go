@@ -159,7 +159,7 @@ func (e *env) sayAs(user, session, role string, texts ...string) {
 		})
 	}
 	turn.EventID = fmt.Sprintf("%s-e%02d", session, e.seq[session])
-	if _, err := e.st.ApplyTurns(e.ctx, e.names, 0, []store.Turn{turn}); err != nil {
+	if _, err := e.st.ApplyTurns(e.ctx, nil, []store.Turn{turn}); err != nil {
 		e.t.Fatal(err)
 	}
 }

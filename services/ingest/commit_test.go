@@ -146,7 +146,7 @@ func TestCommitTriggerSeesConcurrentTurns(t *testing.T) {
 		return store.Turn{AccountID: "acme", UserID: "u1", SessionID: "s-race", EventID: fmt.Sprint("e", i), StreamSeq: uint64(i),
 			Messages: []store.Message{{MessageID: fmt.Sprint("m", i), Role: "user", Content: "x", Parts: []byte("[]"), Tokens: 700, CreatedAt: baseTime}}}
 	}
-	if _, err := st.ApplyTurns(ctx, names, 2000, []store.Turn{turn(1)}); err != nil {
+	if _, err := st.ApplyTurns(ctx, ingest.CommitTrigger(names, 2000, time.Now), []store.Turn{turn(1)}); err != nil {
 		t.Fatal(err)
 	}
 	// "Replica A" holds the session row while it stores m2.
@@ -165,7 +165,7 @@ func TestCommitTriggerSeesConcurrentTurns(t *testing.T) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := st.ApplyTurns(ctx, names, 2000, []store.Turn{turn(3)})
+		res, err := st.ApplyTurns(ctx, ingest.CommitTrigger(names, 2000, time.Now), []store.Turn{turn(3)})
 		done <- out{res, err}
 	}()
 	for {
@@ -197,7 +197,7 @@ func TestCommitTriggerSeesConcurrentTurns(t *testing.T) {
 	if o.err != nil {
 		t.Fatal(o.err)
 	}
-	if o.res[0].Commit == nil || o.res[0].Commit.Upto != 3 {
-		t.Errorf("2100 unrequested tokens after m3 queued %+v, want one commit request upto 3", o.res[0].Commit)
+	if o.res[0].CommitUpto != 3 {
+		t.Errorf("2100 unrequested tokens after m3 queued a commit upto %d, want one upto 3", o.res[0].CommitUpto)
 	}
 }

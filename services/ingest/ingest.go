@@ -40,7 +40,7 @@ type Config struct {
 
 // Defaults returns the defaults of docs/design.md §6.
 func Defaults() Config {
-	return Config{CommitTokenThreshold: 20000, Batch: 256, MaxFailures: 5, Workers: 2, IdleCommit: 30 * time.Minute}
+	return Config{CommitTokenThreshold: contract.DefaultCommitTokenThreshold, Batch: 256, MaxFailures: 5, Workers: 2, IdleCommit: 30 * time.Minute}
 }
 
 // Validate names the bad key.
@@ -158,7 +158,7 @@ func (s *Service) sweepIdle(ctx context.Context) {
 		case <-t.C:
 		}
 		for {
-			reqs, err := s.deps.Store.RequestIdleCommits(ctx, s.deps.Names.Commits, time.Now().Add(-s.cfg.IdleCommit), 100)
+			reqs, err := s.deps.Store.RequestIdleCommits(ctx, time.Now().Add(-s.cfg.IdleCommit), 100, idleRequest(s.deps.Names, time.Now))
 			if err != nil {
 				if ctx.Err() == nil {
 					s.log.Warn("idle commit sweep failed; retried at the next tick", "err", err)
@@ -166,7 +166,7 @@ func (s *Service) sweepIdle(ctx context.Context) {
 				break
 			}
 			for _, r := range reqs {
-				s.log.Debug("idle commit requested", "account", r.AccountID, "session", r.SessionID, "upto", r.Upto)
+				s.log.Debug("idle commit requested", "request", r.ID, "subject", r.Subject)
 			}
 			s.idleCommits(float64(len(reqs)))
 			if len(reqs) > 0 && s.deps.KickOutbox != nil {
@@ -204,7 +204,7 @@ func (s *Service) handleBatch(ctx context.Context, msgs []*bus.Msg) []error {
 	if len(turns) == 0 {
 		return errs
 	}
-	res, err := s.deps.Sessions.ApplyTurns(ctx, s.deps.Names, s.cfg.CommitTokenThreshold, turns)
+	res, err := s.deps.Sessions.ApplyTurns(ctx, commitTrigger(s.deps.Names, s.cfg.CommitTokenThreshold, time.Now), turns)
 	if err != nil {
 		for _, i := range idx {
 			errs[i] = fmt.Errorf("store batch: %w", err)
@@ -218,7 +218,7 @@ func (s *Service) handleBatch(ctx context.Context, msgs []*bus.Msg) []error {
 		if r.Tombstoned {
 			s.skipped(1)
 		}
-		if r.Commit != nil {
+		if r.CommitUpto > 0 {
 			s.commits(1)
 			kicked = true
 		}

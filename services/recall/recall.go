@@ -46,7 +46,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: 24, MaxItemChars: 1000, UserShare: 0.6,
 		DefaultScopes: []string{contract.ScopeUser, contract.ScopeAgent, contract.ScopeArchive}, Fusion: FusionWeighted,
-		ArchiveContext: 1, SearchTimeout: 2 * time.Second, FallbackMemories: 5000, KeepRecent: 10}
+		ArchiveContext: 1, SearchTimeout: 2 * time.Second, FallbackMemories: 5000, KeepRecent: contract.DefaultKeepRecent}
 }
 
 // Validate names the bad key.

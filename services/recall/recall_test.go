@@ -87,7 +87,7 @@ func (e *env) seed(account, user string, facts ...fact) []string {
 		msgID := fmt.Sprintf("msg-%d", e.n)
 		turn := store.Turn{AccountID: account, UserID: user, AgentID: "main", SessionID: session, EventID: "ev-" + msgID,
 			Messages: []store.Message{{MessageID: msgID, Role: "user", Content: f.text, Parts: json.RawMessage(`[]`), Tokens: 10, CreatedAt: time.Now()}}}
-		if _, err := e.st.ApplyTurns(e.ctx, e.names, 0, []store.Turn{turn}); err != nil {
+		if _, err := e.st.ApplyTurns(e.ctx, nil, []store.Turn{turn}); err != nil {
 			e.t.Fatal(err)
 		}
 		epoch, err := e.st.AcquireEpoch(e.ctx, account, session)
@@ -440,7 +440,7 @@ func (e *env) say(account, user, session string, msgs ...store.Message) {
 		msgs[i].CreatedAt = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(e.n) * time.Second)
 	}
 	turn := store.Turn{AccountID: account, UserID: user, AgentID: "main", SessionID: session, EventID: fmt.Sprintf("ev-%d", e.n), Messages: msgs}
-	if _, err := e.st.ApplyTurns(e.ctx, e.names, 0, []store.Turn{turn}); err != nil {
+	if _, err := e.st.ApplyTurns(e.ctx, nil, []store.Turn{turn}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -77,7 +77,7 @@ func (e *env) say(texts ...string) {
 		turn.Messages = append(turn.Messages, m)
 		e.msgs[int64(e.n)] = memory.Message{ID: m.MessageID, Role: role, Text: text, CreatedAt: m.CreatedAt}
 	}
-	if _, err := e.st.ApplyTurns(e.ctx, e.names, 0, []store.Turn{turn}); err != nil {
+	if _, err := e.st.ApplyTurns(e.ctx, nil, []store.Turn{turn}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/session"
 	"github.com/membus/membus/pkg/store"
 )
@@ -20,8 +19,6 @@ import (
 // NewFunc builds a fresh session store for one test and returns it with the SQL store under
 // it (the suite archives through it, as extract does).
 type NewFunc func(t *testing.T) (session.Store, *store.Store)
-
-var names, _ = bus.NewNames("membus")
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -64,7 +61,7 @@ func Run(t *testing.T, newStore NewFunc) {
 
 func apply(t *testing.T, ss session.Store, turns ...store.Turn) []store.ApplyResult {
 	t.Helper()
-	res, err := ss.ApplyTurns(context.Background(), names, 1_000_000, turns)
+	res, err := ss.ApplyTurns(context.Background(), nil, turns)
 	if err != nil {
 		t.Fatalf("ApplyTurns: %v", err)
 	}
@@ -356,7 +353,7 @@ func racing(t *testing.T, ss session.Store, _ *store.Store) {
 			defer wg.Done()
 			for i := range each {
 				id := fmt.Sprintf("w%d-%02d", w, i)
-				if _, err := ss.ApplyTurns(context.Background(), names, 1_000_000, []store.Turn{Turn("acme", "s1", id, 1, Msg(id, 0, "x", t0))}); err != nil {
+				if _, err := ss.ApplyTurns(context.Background(), nil, []store.Turn{Turn("acme", "s1", id, 1, Msg(id, 0, "x", t0))}); err != nil {
 					errs <- err
 					return
 				}

@@ -233,7 +233,7 @@ func seedRecallMemories(ctx context.Context, env *app.Env, account, user, agent 
 	const session, batch = "bench-recall-seed", 1000
 	turn := store.Turn{AccountID: account, UserID: user, AgentID: agent, SessionID: session, EventID: "bench-recall-seed",
 		Messages: []store.Message{{MessageID: "seed", Role: contract.RoleUser, Content: "seed", Parts: json.RawMessage(`[]`), Tokens: 1, CreatedAt: time.Now()}}}
-	if _, err := env.Store.ApplyTurns(ctx, env.Names, 0, []store.Turn{turn}); err != nil {
+	if _, err := env.Store.ApplyTurns(ctx, nil, []store.Turn{turn}); err != nil {
 		return nil, err
 	}
 	epoch, err := env.Store.AcquireEpoch(ctx, account, session)
