@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -45,14 +46,13 @@ func newTestBus(t *testing.T) testBus {
 	return testBus{url: s.ClientURL(), nc: nc, js: js, n: n}
 }
 
-// eventually polls cond until it holds or the timeout passes.
+// eventually waits until cond holds (testenv.Eventually, every 10 ms).
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", timeout, what)
+	testenv.Eventually(t, timeout, 10*time.Millisecond, func() error {
+		if !cond() {
+			return errors.New("waiting for: " + what)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }

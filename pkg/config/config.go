@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/membus/membus/pkg/contract"
 )
 
 // ErrInvalid marks a configuration that cannot run; every error of Load and Validate wraps it.
@@ -77,8 +79,8 @@ func Defaults() Config {
 		TZ:                   "Local",
 		LogLevel:             "info",
 		LogFormat:            "auto",
-		CommitTokenThreshold: 20000,
-		KeepRecent:           10,
+		CommitTokenThreshold: contract.DefaultCommitTokenThreshold,
+		KeepRecent:           contract.DefaultKeepRecent,
 		IdleCommit:           "30m",
 		RecallFusion:         "weighted",
 		RateLimit:            20,
@@ -114,6 +116,9 @@ type field struct {
 	n      *int
 	secret bool // the whole value is a secret
 	noFile bool // not settable from the YAML file
+	// doc is the README's meaning of the key (help when empty); def the README's default when
+	// it is not a plain value (computed or generated).
+	doc, def string
 }
 
 func (f field) env() string  { return "MEMBUS_" + strings.ToUpper(f.key) }
@@ -124,42 +129,42 @@ func (f field) name() string { return f.env() + " / --" + f.flag() }
 
 func (c *Config) fields() []field {
 	return []field{
-		{key: "data_dir", str: &c.DataDir, help: "directory of embedded data (SQLite, JetStream, vectors, models)"},
-		{key: "http_addr", str: &c.HTTPAddr, help: "HTTP listen address host:port"},
-		{key: "nats_listen", str: &c.NATSListen, help: "embedded NATS server listen address host:port"},
-		{key: "nats_url", str: &c.NATSURL, help: "external NATS URL(s), comma-separated; when set, no embedded server"},
-		{key: "nats_token", str: &c.NATSToken, secret: true, help: "NATS auth token"},
-		{key: "nats_sync", str: &c.NATSSync, help: `JetStream fsync: "always" (durable) or "interval"`},
-		{key: "redis_url", str: &c.RedisURL, help: "Redis URL, e.g. redis://:pw@host:6379/0 (empty: in-process cache)"},
-		{key: "mysql_dsn", str: &c.MySQLDSN, help: "MySQL DSN, e.g. user:pw@tcp(host:3306)/db?parseTime=true (empty: SQLite)"},
-		{key: "qdrant_url", str: &c.QdrantURL, help: "Qdrant URL (empty: local vector store)"},
-		{key: "subject_prefix", str: &c.SubjectPrefix, help: "subject prefix, one token of [a-z0-9_-]"},
-		{key: "embedder", str: &c.Embedder, help: "embedder: auto, hash, openai or onnx"},
-		{key: "model_dir", str: &c.ModelDir, help: "ONNX model directory (default <data-dir>/models)"},
-		{key: "embed_base_url", str: &c.EmbedBaseURL, help: "OpenAI-compatible embeddings base URL"},
-		{key: "embed_model", str: &c.EmbedModel, help: "embedding model name"},
-		{key: "embed_api_key", str: &c.EmbedAPIKey, secret: true, help: "embeddings API key"},
-		{key: "llm_base_url", str: &c.LLMBaseURL, help: "OpenAI-compatible chat base URL (empty: heuristic extractor)"},
-		{key: "llm_model", str: &c.LLMModel, help: "chat model name"},
-		{key: "llm_api_key", str: &c.LLMAPIKey, secret: true, help: "chat API key"},
-		{key: "instance_id", str: &c.InstanceID, help: "instance id, [A-Za-z0-9_-]{1,64} (default host-pid)"},
-		{key: "tz", str: &c.TZ, help: "time zone of scheduled digests (IANA name, Local or UTC)"},
-		{key: "log_level", str: &c.LogLevel, help: "log level: debug, info, warn or error"},
-		{key: "log_format", str: &c.LogFormat, help: `log format: "auto" (text on a terminal, else JSON), "text" or "json"`},
-		{key: "insecure_no_auth", b: &c.InsecureNoAuth, help: "accept HTTP requests without an API key (loopback only)"},
-		{key: "commit_token_threshold", n: &c.CommitTokenThreshold, help: "pending tokens that trigger a commit (2000-200000)"},
-		{key: "keep_recent", n: &c.KeepRecent, help: "newest messages kept active after an automatic commit"},
-		{key: "idle_commit", str: &c.IdleCommit, help: `commit a session with no new turn for this long, e.g. "30m" ("0": never)`},
-		{key: "bypass_session_patterns", str: &c.BypassSessionPatterns, help: "comma-separated glob patterns of session ids never captured"},
-		{key: "agent_prefix", str: &c.AgentPrefix, help: "prefix of OpenClaw agent ids (<prefix>_<id>)"},
-		{key: "redact_patterns", str: &c.RedactPatterns, help: "extra comma-separated regular expressions redacted before storing"},
-		{key: "recall_scopes", str: &c.RecallScopes, help: "default recall scopes, comma-separated user, agent, archive (empty: all three)"},
-		{key: "recall_fusion", str: &c.RecallFusion, help: `recall score fusion: "weighted" (0.7 dense + 0.3 keyword) or "rrf"`},
-		{key: "recall_decay", b: &c.RecallDecay, help: "temporal decay of recall scores (half-life 30 days, never below 0.5x)"},
-		{key: "recall_mmr", b: &c.RecallMMR, help: "MMR diversity re-ranking of recall results (lambda 0.7)"},
-		{key: "rate_limit", n: &c.RateLimit, help: "HTTP requests per second per API key (token bucket; shared through Redis when set)"},
-		{key: "rate_burst", n: &c.RateBurst, help: "HTTP request burst per API key"},
-		{key: "config", str: &c.ConfigFile, noFile: true, help: "optional YAML config file"},
+		{key: "data_dir", str: &c.DataDir, help: "directory of embedded data (SQLite, JetStream, vectors, models)", doc: "embedded data: NATS store, SQLite, vector index, token"},
+		{key: "http_addr", str: &c.HTTPAddr, help: "HTTP listen address host:port", doc: "HTTP API (and `/healthz`, `/readyz`, `/metrics` for single services)"},
+		{key: "nats_listen", str: &c.NATSListen, help: "embedded NATS server listen address host:port", doc: "the embedded NATS server's address"},
+		{key: "nats_url", str: &c.NATSURL, help: "external NATS URL(s), comma-separated; when set, no embedded server", doc: "external NATS; when set, no embedded server"},
+		{key: "nats_token", str: &c.NATSToken, secret: true, help: "NATS auth token", doc: "NATS token (embedded: created at first start in the data dir)", def: "generated"},
+		{key: "nats_sync", str: &c.NATSSync, help: `JetStream fsync: "always" (durable) or "interval"`, doc: "`always` fsyncs every JetStream write; `interval` trades durability for throughput"},
+		{key: "redis_url", str: &c.RedisURL, help: "Redis URL, e.g. redis://:pw@host:6379/0 (empty: in-process cache)", doc: "Redis: hot session cache, dedup keys, distributed locks; else SQL only and in-process locks"},
+		{key: "mysql_dsn", str: &c.MySQLDSN, help: "MySQL DSN, e.g. user:pw@tcp(host:3306)/db?parseTime=true (empty: SQLite)", doc: "MySQL/MariaDB (go-sql-driver DSN); else SQLite in the data dir"},
+		{key: "qdrant_url", str: &c.QdrantURL, help: "Qdrant URL (empty: local vector store)", doc: "Qdrant's gRPC endpoint (`http://host:6334`) instead of the local vector index; verified against a faithful fake only (see `pkg/vector/qdrant`)"},
+		{key: "subject_prefix", str: &c.SubjectPrefix, help: "subject prefix, one token of [a-z0-9_-]", doc: "prefix of every subject, stream and consumer"},
+		{key: "embedder", str: &c.Embedder, help: "embedder: auto, hash, openai or onnx", doc: "`auto` (follows the index's stored model; on new data `onnx` when the local model is present, else `hash`), `hash` (`hash-v2-384`; data built with `hash-v1-384` keeps it), `onnx`, `openai`"},
+		{key: "model_dir", str: &c.ModelDir, help: "ONNX model directory (default <data-dir>/models)", doc: "the local ONNX model (`make model` fetches it)", def: "`<data>/models`"},
+		{key: "embed_base_url", str: &c.EmbedBaseURL, help: "OpenAI-compatible embeddings base URL", doc: "OpenAI-compatible `/v1/embeddings` (Ollama, TEI, vLLM, OpenAI) for `--embedder openai`"},
+		{key: "embed_model", str: &c.EmbedModel, help: "embedding model name", doc: "its embedding model"},
+		{key: "embed_api_key", str: &c.EmbedAPIKey, secret: true, help: "embeddings API key", doc: "its API key"},
+		{key: "llm_base_url", str: &c.LLMBaseURL, help: "OpenAI-compatible chat base URL (empty: heuristic extractor)", doc: "OpenAI-compatible chat model for memory extraction and summaries; falls back to the heuristic extractor and says so"},
+		{key: "llm_model", str: &c.LLMModel, help: "chat model name", doc: "its chat model"},
+		{key: "llm_api_key", str: &c.LLMAPIKey, secret: true, help: "chat API key", doc: "its API key"},
+		{key: "instance_id", str: &c.InstanceID, help: "instance id, [A-Za-z0-9_-]{1,64} (default host-pid)", doc: "instance id in logs and metrics subjects", def: "host-pid"},
+		{key: "tz", str: &c.TZ, help: "time zone of scheduled digests (IANA name, Local or UTC)", doc: "time zone of scheduled jobs"},
+		{key: "log_level", str: &c.LogLevel, help: "log level: debug, info, warn or error", doc: "`debug`, `info`, `warn`, `error`"},
+		{key: "log_format", str: &c.LogFormat, help: `log format: "auto" (text on a terminal, else JSON), "text" or "json"`, doc: "`auto` (text on a terminal, else JSON), `text`, `json`"},
+		{key: "insecure_no_auth", b: &c.InsecureNoAuth, help: "accept HTTP requests without an API key (loopback only)", doc: "loopback only: identity from `X-Membus-Account` / `X-Membus-User`"},
+		{key: "commit_token_threshold", n: &c.CommitTokenThreshold, help: "pending tokens that trigger a commit (2000-200000)", doc: "pending tokens that trigger an automatic commit (2000–200000)"},
+		{key: "keep_recent", n: &c.KeepRecent, help: "newest messages kept active after an automatic commit", doc: "messages kept active after an automatic commit"},
+		{key: "idle_commit", str: &c.IdleCommit, help: `commit a session with no new turn for this long, e.g. "30m" ("0": never)`, doc: "a session with uncommitted messages and no new turn for this long is committed whole, once (`0`: never); short chats become memory"},
+		{key: "bypass_session_patterns", str: &c.BypassSessionPatterns, help: "comma-separated glob patterns of session ids never captured", doc: "comma-separated globs of session ids never captured"},
+		{key: "agent_prefix", str: &c.AgentPrefix, help: "prefix of OpenClaw agent ids (<prefix>_<id>)", doc: "prefix of OpenClaw agent ids (`<prefix>_<id>`)"},
+		{key: "redact_patterns", str: &c.RedactPatterns, help: "extra comma-separated regular expressions redacted before storing", doc: "extra comma-separated regular expressions redacted before storing"},
+		{key: "recall_scopes", str: &c.RecallScopes, help: "default recall scopes, comma-separated user, agent, archive (empty: all three)", doc: "default recall scopes", def: "`user,agent,archive`"},
+		{key: "recall_fusion", str: &c.RecallFusion, help: `recall score fusion: "weighted" (0.7 dense + 0.3 keyword) or "rrf"`, doc: "`weighted` (0.7 dense + 0.3 keyword) or `rrf`"},
+		{key: "recall_decay", b: &c.RecallDecay, help: "temporal decay of recall scores (half-life 30 days, never below 0.5x)", doc: "temporal decay of recall scores (half-life 30 days)"},
+		{key: "recall_mmr", b: &c.RecallMMR, help: "MMR diversity re-ranking of recall results (lambda 0.7)", doc: "MMR diversity re-ranking of recall results (λ 0.7)"},
+		{key: "rate_limit", n: &c.RateLimit, help: "HTTP requests per second per API key (token bucket; shared through Redis when set)", doc: "HTTP requests per second per API key (token bucket; shared through Redis when set, else per replica)"},
+		{key: "rate_burst", n: &c.RateBurst, help: "HTTP request burst per API key", doc: "HTTP request burst per API key"},
+		{key: "config", str: &c.ConfigFile, noFile: true, help: "optional YAML config file", doc: "optional YAML file of these keys (snake_case names)"},
 	}
 }
 

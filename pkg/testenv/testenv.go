@@ -181,3 +181,21 @@ func randHex(n int) string {
 	_, _ = rand.Read(b)
 	return strings.ToLower(hex.EncodeToString(b))
 }
+
+// Eventually calls check every interval until it returns nil, and fails the test with the last
+// error once total has passed (nats.go's checkFor). It is the one way tests wait for something
+// to happen: no hand-written deadline loops, no fixed sleeps.
+func Eventually(t testing.TB, total, interval time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing after %s: %v", total, err)
+		}
+		time.Sleep(interval)
+	}
+}

@@ -10,19 +10,21 @@ import (
 // ErrConfig is returned (wrapped) by Validate; the message names the bad key.
 var ErrConfig = errors.New("invalid gateway config")
 
-// Config of the gateway service. Key names in errors are the config keys (flags drop the
-// underscores into dashes, env vars add MEMBUS_).
+// Config of the gateway service. Addr, InsecureNoAuth, RateLimit and RateBurst are set from
+// the shared configuration (http_addr, insecure_no_auth, rate_limit, rate_burst: a flag, a
+// MEMBUS_* variable or a YAML key each); the other fields are fixed limits of this build, with
+// the defaults below. Errors name the field.
 type Config struct {
 	Addr                  string        // http_addr, default 127.0.0.1:8080
 	InsecureNoAuth        bool          // insecure_no_auth: identity from X-Membus-Account/-User; loopback only
-	MaxBodyBytes          int64         // max_body_bytes, default 1 MiB
-	MaxMessagesPerRequest int           // max_messages_per_request, default 100
-	RPCTimeout            time.Duration // rpc_timeout, default 10s (also bounds a publish)
-	CommitTimeout         time.Duration // commit_timeout: default wait of a synchronous commit, 60s
-	MaxQueryChars         int           // max_query_chars: longest recall/forget query in characters, default 4000 (over → 413)
+	MaxBodyBytes          int64         // largest request body, 1 MiB
+	MaxMessagesPerRequest int           // most messages in one append, 100
+	RPCTimeout            time.Duration // bound of one bus request (and of a publish), 10s
+	CommitTimeout         time.Duration // default wait of a synchronous commit, 60s
+	MaxQueryChars         int           // longest recall/forget query in characters, 4000 (over → 413)
 	RateLimit             float64       // rate_limit: requests per second per API key (token bucket refill), default 20
 	RateBurst             int           // rate_burst: bucket size per API key, default 40
-	IdempotencyTTL        time.Duration // idempotency_ttl: how long a write's first answer is kept for its Idempotency-Key, default 24h
+	IdempotencyTTL        time.Duration // how long a write's first answer is kept for its Idempotency-Key, 24h
 }
 
 // Defaults returns the documented defaults.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/testenv"
 )
 
 // TestUpStartup starts `membus up` on an empty data dir: the ready line (with the dev API key
@@ -123,14 +124,16 @@ func keyID(t *testing.T, dir, user string) string {
 // status.
 func waitStatus(t *testing.T, url, key string, want int, within time.Duration) int {
 	t.Helper()
+	code := 0
 	deadline := time.Now().Add(within)
-	for {
-		code, _ := httpGet(t, url, key)
+	testenv.Eventually(t, within+time.Second, 20*time.Millisecond, func() error {
+		code, _ = httpGet(t, url, key)
 		if code == want || time.Now().After(deadline) {
-			return code
+			return nil // the caller judges the last status
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("status %d, want %d", code, want)
+	})
+	return code
 }
 
 // TestDLQCommands dead-letters an invalid turn on a running server and drives `membus dlq
@@ -222,18 +225,17 @@ func TestDLQCommands(t *testing.T) {
 // listed (10 s at most).
 func waitLetter(t *testing.T, conn []string, subject string, after uint64) contract.DLQEnvelope {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var found contract.DLQEnvelope
+	testenv.Eventually(t, 10*time.Second, 100*time.Millisecond, func() error {
 		for _, l := range listLetters(t, conn) {
 			if l.OriginalSubject == subject && l.DLQSeq > after {
-				return l
+				found = l
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no dead letter of %s after seq %d within 10 s", subject, after)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("no dead letter of %s after seq %d", subject, after)
+	})
+	return found
 }
 
 func listLetters(t *testing.T, conn []string) []contract.DLQEnvelope {

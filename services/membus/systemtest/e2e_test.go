@@ -17,6 +17,7 @@ import (
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/testenv"
 	"github.com/membus/membus/services/membus/internal/app"
 )
 
@@ -66,17 +67,17 @@ func freeAddr(t *testing.T) string {
 }
 
 func waitHTTP(t *testing.T, url string) {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if r, err := http.Get(url); err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				return
-			}
+	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		r, err := http.Get(url)
+		if err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s did not answer", url)
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			return fmt.Errorf("%s answered %d", url, r.StatusCode)
+		}
+		return nil
+	})
 }
 
 func turnEvent(account, user, session string, texts ...string) contract.TurnEvent {
@@ -189,17 +190,13 @@ func TestWalkingSkeleton(t *testing.T) {
 		t.Fatalf("GET session = %d %s", code, body)
 	}
 	// The summarizer folds the archive into the session overview, served by context assembly.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
 		code, body = do("GET", "/v1/sessions/web-1/context?token_budget=8000", nil)
 		if code == 200 && strings.Contains(string(body), "[Session History Summary]") && strings.Contains(string(body), "pediatric nurse") {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET context = %d %s, want the session overview", code, body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("GET context = %d %s, want the session overview", code, body)
+	})
 	// u2 cannot see u1's session: a foreign id answers 404.
 	if code, body = do("GET", "/v1/sessions/s-1", nil); code != http.StatusNotFound {
 		t.Fatalf("GET foreign session = %d %s, want 404", code, body)

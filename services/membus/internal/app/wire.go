@@ -54,15 +54,43 @@ func BuildAll(env *Env) ([]Runnable, error) {
 	return out, nil
 }
 
+// The service configurations from the shared one: each service's Config owns its defaults and
+// validation; these set the keys an operator can change (TestConfigDefaultsAgree checks that the
+// shared defaults are the services' own).
+
+func ingestConfig(c config.Config) ingest.Config {
+	cfg := ingest.Defaults()
+	cfg.CommitTokenThreshold = c.CommitTokenThreshold
+	cfg.BypassSessionPatterns = config.SplitList(c.BypassSessionPatterns)
+	cfg.AgentPrefix = c.AgentPrefix
+	cfg.RedactPatterns = config.SplitList(c.RedactPatterns)
+	cfg.IdleCommit = c.IdleCommitDuration()
+	return cfg
+}
+
+func extractConfig(c config.Config) extract.Config {
+	cfg := extract.Defaults()
+	cfg.KeepRecent = c.KeepRecent
+	return cfg
+}
+
+func summarizerConfig(c config.Config) summarizer.Config {
+	cfg := summarizer.Defaults()
+	cfg.Location = c.Location()
+	return cfg
+}
+
+func gatewayConfig(c config.Config) gateway.Config {
+	cfg := gateway.Defaults()
+	cfg.Addr = c.HTTPAddr
+	cfg.InsecureNoAuth = c.InsecureNoAuth
+	cfg.RateLimit, cfg.RateBurst = float64(c.RateLimit), c.RateBurst
+	return cfg
+}
+
 // Ingest builds the ingest service.
 func Ingest(env *Env) (*ingest.Service, error) {
-	cfg := ingest.Defaults()
-	cfg.CommitTokenThreshold = env.Config.CommitTokenThreshold
-	cfg.BypassSessionPatterns = config.SplitList(env.Config.BypassSessionPatterns)
-	cfg.AgentPrefix = env.Config.AgentPrefix
-	cfg.RedactPatterns = config.SplitList(env.Config.RedactPatterns)
-	cfg.IdleCommit = env.Config.IdleCommitDuration()
-	return ingest.New(cfg, ingest.Deps{
+	return ingest.New(ingestConfig(env.Config), ingest.Deps{
 		JS: env.JS, Names: env.Names, Store: env.Store, Sessions: env.Sessions, Metrics: env.Metrics("ingest"),
 		Logger: env.Logger.With("service", "ingest"), KickOutbox: env.Relay.Kick, Probes: env.Probes("redis", "nats"),
 	})
@@ -72,8 +100,7 @@ func Ingest(env *Env) (*ingest.Service, error) {
 // the LLM extractor on that endpoint (falling back to the heuristic one per batch when it
 // fails); otherwise by the heuristic one.
 func Extract(env *Env) (*extract.Service, error) {
-	cfg := extract.Defaults()
-	cfg.KeepRecent = env.Config.KeepRecent
+	cfg := extractConfig(env.Config)
 	m := env.Metrics("extract")
 	logger := env.Logger.With("service", "extract")
 	var extractor memory.Extractor = memory.NewHeuristic()
@@ -110,8 +137,7 @@ func Recall(env *Env) (*recall.Service, error) {
 // digests are written by the LLM summarizer on that endpoint (falling back to the extractive
 // one when it fails); otherwise by the extractive one. The schedule runs in MEMBUS_TZ.
 func Summarizer(env *Env) (*summarizer.Service, error) {
-	cfg := summarizer.Defaults()
-	cfg.Location = env.Config.Location()
+	cfg := summarizerConfig(env.Config)
 	m := env.Metrics("summarizer")
 	logger := env.Logger.With("service", "summarizer")
 	var sum summarizer.Summarizer = summarizer.Extractive{}
@@ -135,10 +161,7 @@ func Summarizer(env *Env) (*summarizer.Service, error) {
 // Gateway builds the HTTP gateway. Its /readyz checks the NATS connection itself and these
 // probes besides it.
 func Gateway(env *Env) (*gateway.Service, error) {
-	cfg := gateway.Defaults()
-	cfg.Addr = env.Config.HTTPAddr
-	cfg.InsecureNoAuth = env.Config.InsecureNoAuth
-	cfg.RateLimit, cfg.RateBurst = float64(env.Config.RateLimit), env.Config.RateBurst
+	cfg := gatewayConfig(env.Config)
 	deps := gateway.Deps{
 		NC: env.NC, JS: env.JS, Names: env.Names, Keys: env.Store, Metrics: env.Metrics("gateway"),
 		Logger: env.Logger.With("service", "gateway"), Ready: env.Probes("sql", "redis"), MetricsHandler: env.MetricsHandler(),

@@ -6,9 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/services/extract"
@@ -96,6 +98,33 @@ func TestServicesImportNoConcreteRuntime(t *testing.T) {
 			if slices.Contains(forbidden, dep) {
 				t.Errorf("%s imports %s", pkg, dep)
 			}
+		}
+	}
+}
+
+// TestConfigDefaultsAgree: the shared configuration's defaults are the services' own, so a
+// service run with no settings behaves as its Defaults say (one home per default).
+func TestConfigDefaultsAgree(t *testing.T) {
+	c := config.Defaults()
+	c.TZ = "UTC"
+	sum := summarizer.Defaults()
+	sum.Location = time.UTC
+	rec, err := recall.ConfigFrom(recall.Defaults(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		service   string
+		got, want any
+	}{
+		{"ingest", ingestConfig(c), ingest.Defaults()},
+		{"extract", extractConfig(c), extract.Defaults()},
+		{"recall", rec, recall.Defaults()},
+		{"summarizer", summarizerConfig(c), sum},
+		{"gateway", gatewayConfig(c), gateway.Defaults()},
+	} {
+		if !reflect.DeepEqual(tc.got, tc.want) {
+			t.Errorf("%s: from the shared defaults\n %+v\nbut its own defaults are\n %+v", tc.service, tc.got, tc.want)
 		}
 	}
 }
