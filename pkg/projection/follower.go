@@ -144,8 +144,39 @@ func (f *Follower) apply(ctx context.Context, data []byte) error {
 		return IndexMemory(ctx, f.d, ev.AccountID, ev.UserID, ev.SummaryID)
 	case contract.EventMemorySuperseded, contract.EventMemoryDeleted:
 		return f.d.Vectors.Delete(ctx, ev.AccountID, ev.UserID, []string{ev.MemoryID})
+	case contract.EventErased:
+		return DropErased(ctx, f.d.Vectors, ev.AccountID, ev.UserID, ev.SessionID)
 	}
 	return nil
+}
+
+// DropErased deletes from an index every point of an erased user, or, for one erased session,
+// the points of its archived messages (its memories have memory_deleted events of their own).
+func DropErased(ctx context.Context, v vector.Store, account, user, session string) error {
+	f := vector.Filter{AccountID: account, UserID: user}
+	if session != "" {
+		f.Kinds = []string{contract.KindArchive}
+	}
+	var ids []string
+	for after := ""; ; {
+		pts, next, err := v.Scroll(ctx, f, after, 500)
+		if err != nil {
+			return err
+		}
+		for _, p := range pts {
+			if session == "" || p.Payload["session_id"] == session {
+				ids = append(ids, p.ID)
+			}
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return v.Delete(ctx, account, user, ids)
 }
 
 // Sync returns once every event published before the call is applied, or ErrBehind after
