@@ -27,7 +27,7 @@ const (
 
 // Config is the shared configuration of every service and of the CLI.
 type Config struct {
-	DataDir, HTTPAddr, NATSListen, NATSURL, NATSToken, NATSSync, RedisURL, MySQLDSN, QdrantURL,
+	DataDir, HTTPAddr, NATSListen, NATSURL, NATSToken, NATSSync, RedisURL, MySQLDSN, QdrantURL, QdrantCollection,
 	SubjectPrefix, Embedder, ModelDir, EmbedBaseURL, EmbedModel, EmbedAPIKey, LLMBaseURL, LLMModel,
 	LLMAPIKey, InstanceID, TZ, LogLevel string
 	// LogFormat is "auto" (text on a terminal, JSON otherwise), "text" or "json".
@@ -72,6 +72,7 @@ func Defaults() Config {
 		NATSListen:           "127.0.0.1:4222",
 		NATSSync:             "always",
 		SubjectPrefix:        "membus",
+		QdrantCollection:     "membus_memories",
 		Embedder:             "auto",
 		InstanceID:           defaultInstanceID(),
 		TZ:                   "Local",
@@ -133,6 +134,7 @@ func (c *Config) fields() []field {
 		{key: "redis_url", str: &c.RedisURL, help: "Redis URL, e.g. redis://:pw@host:6379/0 (empty: in-process cache)"},
 		{key: "mysql_dsn", str: &c.MySQLDSN, help: "MySQL DSN, e.g. user:pw@tcp(host:3306)/db?parseTime=true (empty: SQLite)"},
 		{key: "qdrant_url", str: &c.QdrantURL, help: "Qdrant URL (empty: local vector store)"},
+		{key: "qdrant_collection", str: &c.QdrantCollection, help: "the Qdrant collection of this deployment"},
 		{key: "subject_prefix", str: &c.SubjectPrefix, help: "subject prefix, one token of [a-z0-9_-]"},
 		{key: "embedder", str: &c.Embedder, help: "embedder: auto, hash, openai or onnx"},
 		{key: "model_dir", str: &c.ModelDir, help: "ONNX model directory (default <data-dir>/models)"},

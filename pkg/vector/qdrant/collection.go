@@ -158,3 +158,14 @@ func (s *Store) ensureIndexes(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Drop deletes the store's whole collection: for runs that made one of their own (the eval and
+// benches against a shared Qdrant), never for a deployment's.
+func (s *Store) Drop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	if err := s.client.DeleteCollection(ctx, s.cfg.Collection); err != nil {
+		return fmt.Errorf("drop qdrant collection %s: %w", s.cfg.Collection, mapErr(err))
+	}
+	return nil
+}

@@ -197,7 +197,7 @@ func (e *Env) openVectors(ctx context.Context) error {
 	switch {
 	case cfg.QdrantURL != "":
 		if cfg.Embedder == "auto" {
-			s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL})
+			s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL, Collection: cfg.QdrantCollection})
 			switch {
 			case errors.Is(err, qdrant.ErrNoCollection):
 			case err != nil:
@@ -323,7 +323,7 @@ func (e *Env) openVectors(ctx context.Context) error {
 	e.Embedder = embed.NewCached(inner, 10000)
 
 	if cfg.QdrantURL != "" {
-		s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL, Model: e.Embedder.Model(), Dim: e.Embedder.Dim()})
+		s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL, Collection: cfg.QdrantCollection, Model: e.Embedder.Model(), Dim: e.Embedder.Dim()})
 		if errors.Is(err, vector.ErrModelMismatch) {
 			return fmt.Errorf("MEMBUS_QDRANT_URL %s: the collection was built with another embedding model than MEMBUS_EMBEDDER's %s: %w",
 				redactedQdrant, e.Embedder.Model(), err)
