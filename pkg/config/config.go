@@ -29,7 +29,7 @@ const (
 
 // Config is the shared configuration of every service and of the CLI.
 type Config struct {
-	DataDir, HTTPAddr, NATSListen, NATSURL, NATSToken, NATSSync, RedisURL, MySQLDSN, QdrantURL,
+	DataDir, HTTPAddr, NATSListen, NATSURL, NATSToken, NATSSync, RedisURL, MySQLDSN, QdrantURL, QdrantCollection,
 	SubjectPrefix, Embedder, ModelDir, EmbedBaseURL, EmbedModel, EmbedAPIKey, LLMBaseURL, LLMModel,
 	LLMAPIKey, InstanceID, TZ, LogLevel string
 	// LogFormat is "auto" (text on a terminal, JSON otherwise), "text" or "json".
@@ -74,6 +74,7 @@ func Defaults() Config {
 		NATSListen:           "127.0.0.1:4222",
 		NATSSync:             "always",
 		SubjectPrefix:        "membus",
+		QdrantCollection:     "membus_memories",
 		Embedder:             "auto",
 		InstanceID:           defaultInstanceID(),
 		TZ:                   "Local",
@@ -137,7 +138,8 @@ func (c *Config) fields() []field {
 		{key: "nats_sync", str: &c.NATSSync, help: `JetStream fsync: "always" (durable) or "interval"`, doc: "`always` fsyncs every JetStream write; `interval` trades durability for throughput"},
 		{key: "redis_url", str: &c.RedisURL, help: "Redis URL, e.g. redis://:pw@host:6379/0 (empty: in-process cache)", doc: "Redis: hot session cache, dedup keys, distributed locks; else SQL only and in-process locks"},
 		{key: "mysql_dsn", str: &c.MySQLDSN, help: "MySQL DSN, e.g. user:pw@tcp(host:3306)/db?parseTime=true (empty: SQLite)", doc: "MySQL/MariaDB (go-sql-driver DSN); else SQLite in the data dir"},
-		{key: "qdrant_url", str: &c.QdrantURL, help: "Qdrant URL (empty: local vector store)", doc: "Qdrant's gRPC endpoint (`http://host:6334`) instead of the local vector index; verified against a faithful fake only (see `pkg/vector/qdrant`)"},
+		{key: "qdrant_url", str: &c.QdrantURL, help: "Qdrant URL (empty: local vector store)", doc: "Qdrant's gRPC endpoint (`http://host:6334`), the index every replica shares, instead of a local index per process (CI runs the adapter against a faithful fake; `MEMBUS_TEST_QDRANT_URL` runs the same suite against a real Qdrant, see `pkg/vector/qdrant`)"},
+		{key: "qdrant_collection", str: &c.QdrantCollection, help: "the Qdrant collection of this deployment", doc: "the deployment's Qdrant collection (`eval`/`bench --backend real` use one of their own per run and drop it)"},
 		{key: "subject_prefix", str: &c.SubjectPrefix, help: "subject prefix, one token of [a-z0-9_-]", doc: "prefix of every subject, stream and consumer"},
 		{key: "embedder", str: &c.Embedder, help: "embedder: auto, hash, openai or onnx", doc: "`auto` (follows the index's stored model; on new data `onnx` when the local model is present, else `hash`), `hash` (`hash-v2-384`; data built with `hash-v1-384` keeps it), `onnx`, `openai`"},
 		{key: "model_dir", str: &c.ModelDir, help: "ONNX model directory (default <data-dir>/models)", doc: "the local ONNX model (`make model` fetches it)", def: "`<data>/models`"},

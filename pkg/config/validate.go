@@ -16,6 +16,9 @@ import (
 var (
 	subjectPrefixRe = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 	instanceIDRe    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	// qdrantCollectionRe: Qdrant accepts more, but a name that is also a safe path segment and
+	// shell word keeps operators out of trouble.
+	qdrantCollectionRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
 )
 
 // SplitList splits a comma-separated list, dropping empty items.
@@ -81,6 +84,9 @@ func (c Config) Validate() error {
 		if _, err := mysql.ParseDSN(c.MySQLDSN); err != nil {
 			bad("mysql_dsn", "not a go-sql-driver DSN (user:pw@tcp(host:3306)/db?parseTime=true): %v", err)
 		}
+	}
+	if !qdrantCollectionRe.MatchString(c.QdrantCollection) {
+		bad("qdrant_collection", "must be 1 to 255 characters of [A-Za-z0-9_-], got %q", c.QdrantCollection)
 	}
 	if c.QdrantURL != "" {
 		if err := checkURL(c.QdrantURL, "http", "https"); err != nil {

@@ -10,11 +10,14 @@ const (
 	EventMemorySuperseded = "memory_superseded"
 	EventMemoryDeleted    = "memory_deleted"
 	EventSummaryCreated   = "summary_created"
+	// EventErased: a user (SessionID empty) or one session of theirs was erased; copies
+	// outside SQL (a recall replica's local index) are dropped.
+	EventErased = "erased"
 )
 
 // EventKinds lists every kind, in the order of docs/design.md §2.8.
 var EventKinds = []string{EventArchiveCreated, EventCommitCompleted, EventMemoryUpserted,
-	EventMemorySuperseded, EventMemoryDeleted, EventSummaryCreated}
+	EventMemorySuperseded, EventMemoryDeleted, EventSummaryCreated, EventErased}
 
 // Event is the one envelope every event kind shares. Events carry ids, never user text.
 // Fields that do not apply to a kind are omitted; the schema of each kind says which are required.

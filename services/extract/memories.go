@@ -10,8 +10,8 @@ import (
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/lock"
 	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/projection"
 	"github.com/membus/membus/pkg/store"
-	"github.com/membus/membus/pkg/vector"
 )
 
 // Reasons of the conflict and dedup decisions (the reason label of
@@ -221,41 +221,7 @@ func levenshteinSimilarity(a, b string) float64 { return memory.LevenshteinSimil
 // index writes the archive's memories to the vector store, drops what they superseded, and
 // completes the commit (state indexed, commit_completed).
 func (s *Service) index(ctx context.Context, epoch int64, a store.Archive) error {
-	mems, err := s.d.Store.ArchiveMemories(ctx, a)
-	if err != nil {
-		return err
-	}
-	pts := make([]vector.Point, 0, len(mems))
-	ids := make([]string, 0, len(mems))
-	for _, m := range mems {
-		if len(m.Embedding) == 0 {
-			continue
-		}
-		pts = append(pts, vector.Point{ID: m.ID, AccountID: m.AccountID, UserID: m.UserID, AgentID: m.AgentID, Scope: m.Scope,
-			Kind: contract.KindMemory, Category: m.Category, Text: m.Text, Vector: m.Embedding, CreatedAt: m.CreatedAt})
-		ids = append(ids, m.ID)
-	}
-	if len(pts) > 0 {
-		if err := s.d.Vectors.Upsert(ctx, s.d.Embedder.Model(), pts); err != nil {
-			return fmt.Errorf("upsert vectors: %w", err)
-		}
-	}
-	// Write-then-delete: the superseded rows are filtered out of recall by their SQL state
-	// meanwhile, so a failed delete here loses nothing and is retried with the commit.
-	old, err := s.d.Store.SupersededBy(ctx, a.AccountID, ids)
-	if err != nil {
-		return err
-	}
-	if len(old) > 0 {
-		var oldIDs []string
-		for _, m := range old {
-			oldIDs = append(oldIDs, m.ID)
-		}
-		if err := s.d.Vectors.Delete(ctx, a.AccountID, a.UserID, oldIDs); err != nil {
-			return fmt.Errorf("delete superseded vectors: %w", err)
-		}
-	}
-	if err := s.indexArchiveMessages(ctx, a); err != nil {
+	if err := projection.IndexArchive(ctx, projection.Deps{Store: s.d.Store, Embedder: s.d.Embedder, Vectors: s.d.Vectors}, a); err != nil {
 		return err
 	}
 	sess, err := s.d.Store.GetSession(ctx, a.AccountID, a.SessionID)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/projection"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
 )
@@ -81,13 +82,9 @@ func (s *Service) keywordFallback(ctx context.Context, account string, req contr
 		if sc <= 0 {
 			continue
 		}
-		m := docs[i]
-		kind := contract.KindMemory
-		if m.Category == memory.Digest {
-			kind = contract.KindDigest
-		}
-		hits = append(hits, vector.Hit{ID: m.ID, Keyword: sc, Point: vector.Point{ID: m.ID, AccountID: account, UserID: m.UserID, AgentID: m.AgentID,
-			Scope: m.Scope, Kind: kind, Category: m.Category, Text: m.Text, CreatedAt: m.CreatedAt}})
+		p := projection.MemoryPoint(docs[i])
+		p.Vector = nil // the keyword side only
+		hits = append(hits, vector.Hit{ID: p.ID, Keyword: sc, Point: p})
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Keyword > hits[j].Keyword })
 	return hits[:min(len(hits), s.cfg.CandidatesPerSide)], nil

@@ -63,9 +63,16 @@ func (s *Service) Erase(ctx context.Context, account string, req contract.EraseR
 		b, _ := json.Marshal(ev)
 		events = append(events, store.OutboxEntry{ID: ev.EventID, Subject: s.d.Names.Event(ev.Kind, account, "_"), Payload: b})
 	}
+	// erased: other recall replicas drop the erased points from their local indexes (on the "_"
+	// subject, like memory_deleted, so the purge below leaves it).
+	erasedEv := contract.Event{V: contract.Version, EventID: "evt-erased-" + bus.MsgID(account, req.UserID, req.SessionID, s.d.Now().UTC().String())[:32],
+		Kind: contract.EventErased, AccountID: account, UserID: req.UserID, SessionID: req.SessionID, At: s.d.Now().UTC()}
+	if b, err := json.Marshal(erasedEv); err == nil {
+		events = append(events, store.OutboxEntry{ID: erasedEv.EventID, Subject: s.d.Names.Event(erasedEv.Kind, account, "_"), Payload: b})
+	}
 	if len(events) > 0 {
 		if err := s.d.Store.QueueEvents(ctx, events); err != nil {
-			errs = append(errs, fmt.Errorf("queue memory_deleted events: %w", err))
+			errs = append(errs, fmt.Errorf("queue memory_deleted and erased events: %w", err))
 		}
 		s.d.KickOutbox()
 	}

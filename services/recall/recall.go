@@ -84,6 +84,11 @@ type Deps struct {
 	Logger     *slog.Logger
 	KickOutbox func()
 	Now        func() time.Time
+	// Sync, when set, returns once this replica's index holds every commit published before
+	// the call, or an error when it cannot catch up in time (recall then answers degraded).
+	// A replica that searches a local index of its own sets it (projection.Follower); with a
+	// shared index (Qdrant) or in one process (`membus up`) the index is always current.
+	Sync func(ctx context.Context) error
 }
 
 // Service is the recall service.

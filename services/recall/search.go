@@ -82,6 +82,14 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 		scopes = s.cfg.DefaultScopes
 	}
 
+	if s.d.Sync != nil {
+		if err := s.d.Sync(ctx); err != nil {
+			// Behind the event stream: answer from what this replica has, and say so.
+			s.log.Warn("the local index is behind: recall answers degraded", "err", err)
+			s.degraded(1)
+			resp.Degraded = true
+		}
+	}
 	hits, err := s.search(ctx, account, req, scopes, query)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/projection"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
 )
@@ -83,10 +84,7 @@ func (sc *Scheduler) Digest(ctx context.Context, o store.DigestOwner, s Span) er
 	// SQL first (the truth), then the index; a failed upsert fails the run, which the next
 	// tick repeats (the digest is not "indexed" yet, so it is rebuilt).
 	if len(m.Embedding) > 0 {
-		p := vector.Point{ID: id, AccountID: o.AccountID, UserID: o.UserID, AgentID: o.AgentID, Scope: scope, Kind: contract.KindDigest,
-			Category: memory.Digest, Text: sum.Text, Vector: m.Embedding, CreatedAt: start,
-			Payload: map[string]string{"period": s.Period, "bucket": s.Bucket}}
-		if err := sc.d.Vectors.Upsert(ctx, m.EmbedModel, []vector.Point{p}); err != nil {
+		if err := sc.d.Vectors.Upsert(ctx, m.EmbedModel, []vector.Point{projection.MemoryPoint(m)}); err != nil {
 			return fmt.Errorf("index digest: %w", err)
 		}
 	}

@@ -128,14 +128,17 @@ func (s *Store) checkCollection(ctx context.Context) error {
 	return nil
 }
 
-// ensureIndexes creates the keyword payload indexes (idempotent in Qdrant):
-// account_id as the tenant key, so Qdrant co-locates each account's points,
-// and user_id.
+// ensureIndexes creates a keyword payload index on every field a search
+// filters on (idempotent in Qdrant, so an existing collection gets the
+// missing ones at start): account_id as the tenant key, so Qdrant co-locates
+// each account's points, then user_id, agent_id, scope, kind and category.
+// Without them a filtered search scans: a scope-filtered search at 20k points
+// took 38 ms instead of 1.9 ms on a real Qdrant 1.19.
 func (s *Store) ensureIndexes(ctx context.Context) error {
 	for _, ix := range []struct {
 		field  string
 		tenant bool
-	}{{fieldAccount, true}, {fieldUser, false}} {
+	}{{fieldAccount, true}, {fieldUser, false}, {fieldAgent, false}, {fieldScope, false}, {fieldKind, false}, {fieldCategory, false}} {
 		params := &qdrant.KeywordIndexParams{}
 		if ix.tenant {
 			params.IsTenant = qdrant.PtrOf(true)
@@ -152,6 +155,17 @@ func (s *Store) ensureIndexes(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("qdrant collection %s: index %s: %w", s.cfg.Collection, ix.field, mapErr(err))
 		}
+	}
+	return nil
+}
+
+// Drop deletes the store's whole collection: for runs that made one of their own (the eval and
+// benches against a shared Qdrant), never for a deployment's.
+func (s *Store) Drop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	if err := s.client.DeleteCollection(ctx, s.cfg.Collection); err != nil {
+		return fmt.Errorf("drop qdrant collection %s: %w", s.cfg.Collection, mapErr(err))
 	}
 	return nil
 }

@@ -127,7 +127,7 @@ func TestCollectionShape(t *testing.T) {
 	if got := info.GetConfig().GetMetadata()["membus_embed_model"].GetStringValue(); got != vectortest.Model {
 		t.Errorf("stored model %q", got)
 	}
-	for field, tenant := range map[string]bool{"account_id": true, "user_id": false} {
+	for field, tenant := range map[string]bool{"account_id": true, "user_id": false, "agent_id": false, "scope": false, "kind": false, "category": false} {
 		ix := info.GetPayloadSchema()[field]
 		if ix.GetDataType() != qc.PayloadSchemaType_Keyword {
 			t.Errorf("%s index: %v", field, ix)

@@ -149,14 +149,15 @@ func sortScored(s []scoredPoint) {
 	})
 }
 
-// rrf fuses ranked lists: each point scores the sum of 1/(k + rank) over
-// the lists it is in, rank counted from 1.
+// rrf fuses ranked lists as Qdrant does: each point scores the sum of
+// 1/(k + rank) over the lists it is in, rank counted from 0 (Qdrant's
+// rrf_scoring: 1 / (rank + k) with the 0-based position).
 func rrf(lists [][]scoredPoint, k int) []scoredPoint {
 	score := map[pointID]float64{}
 	pts := map[pointID]*storedPoint{}
 	for _, l := range lists {
 		for i, sp := range l {
-			score[sp.p.id] += 1 / float64(k+i+1)
+			score[sp.p.id] += 1 / float64(k+i)
 			pts[sp.p.id] = sp.p
 		}
 	}

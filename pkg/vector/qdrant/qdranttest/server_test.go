@@ -254,6 +254,13 @@ func TestScores(t *testing.T) {
 		if !slices.Equal(got, []uint64{1, 3}) {
 			t.Fatalf("fused %v, want [1 3]", got)
 		}
+		// Qdrant's formula: 1/(rank + k) with the 0-based rank and k = 2, so the first of one
+		// list scores 1/2.
+		for _, r := range res {
+			if math.Abs(float64(r.GetScore())-0.5) > 1e-6 {
+				t.Fatalf("RRF score of the first of one list = %v, want 1/(0+2) = 0.5", r.GetScore())
+			}
+		}
 	})
 	t.Run("wrong dimension is refused", func(t *testing.T) {
 		_, err := c.Query(ctx, &qdrant.QueryPoints{CollectionName: col, Query: qdrant.NewQueryDense([]float32{1, 0, 0}), Using: qdrant.PtrOf("d")})

@@ -25,12 +25,11 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/bus/embedded"
 	"github.com/membus/membus/pkg/config"
-	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/embed/onnx"
 	"github.com/membus/membus/pkg/lock"
-	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/metrics"
+	"github.com/membus/membus/pkg/projection"
 	"github.com/membus/membus/pkg/session"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
@@ -53,6 +52,9 @@ type Env struct {
 	Embedder embed.Embedder
 	Vectors  vector.Store
 	Relay    *bus.Relay
+	// Follower keeps this process's local index current from the event stream; set only for
+	// a recall replica that runs alone with a local index (RunService).
+	Follower *projection.Follower
 
 	mu      sync.Mutex
 	metrics []*metrics.Metrics
@@ -194,7 +196,7 @@ func (e *Env) openVectors(ctx context.Context) error {
 	switch {
 	case cfg.QdrantURL != "":
 		if cfg.Embedder == "auto" {
-			s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL})
+			s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL, Collection: cfg.QdrantCollection})
 			switch {
 			case errors.Is(err, qdrant.ErrNoCollection):
 			case err != nil:
@@ -320,7 +322,7 @@ func (e *Env) openVectors(ctx context.Context) error {
 	e.Embedder = embed.NewCached(inner, 10000)
 
 	if cfg.QdrantURL != "" {
-		s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL, Model: e.Embedder.Model(), Dim: e.Embedder.Dim()})
+		s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL, Collection: cfg.QdrantCollection, Model: e.Embedder.Model(), Dim: e.Embedder.Dim()})
 		if errors.Is(err, vector.ErrModelMismatch) {
 			return fmt.Errorf("MEMBUS_QDRANT_URL %s: the collection was built with another embedding model than MEMBUS_EMBEDDER's %s: %w",
 				redactedQdrant, e.Embedder.Model(), err)
@@ -343,7 +345,7 @@ func (e *Env) openVectors(ctx context.Context) error {
 	}
 	e.Vectors = v
 	e.onClose("vector index", v.Close)
-	return e.reconcileVectors(ctx, v)
+	return projection.Reconcile(ctx, projection.Deps{Store: e.Store, Embedder: e.Embedder, Vectors: v}, v, e.Logger)
 }
 
 // memoryEmbedModels lists the embedding models of SQL's active memories, sorted.
@@ -363,99 +365,6 @@ func (e *Env) memoryEmbedModels(ctx context.Context) ([]string, error) {
 		out = append(out, m)
 	}
 	return out, rows.Err()
-}
-
-// reconcileVectors rebuilds the local index from SQL when their contents disagree: the active
-// memories with a stored embedding, plus one `archive` point per archived message of every
-// indexed archive (recall's raw-history target). Archive messages keep no embedding in SQL:
-// their ids are derived from SQL to compare, and they are re-embedded only when a rebuild is
-// needed. Messages whose session was erased are gone from SQL, so they never come back.
-func (e *Env) reconcileVectors(ctx context.Context, v *vector.Local) error {
-	var pts []vector.Point
-	err := e.Store.EachEmbedding(ctx, e.Embedder.Model(), func(m store.Memory) error {
-		pts = append(pts, MemoryPoint(m))
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read embeddings from SQL: %w", err)
-	}
-	const archived = `SELECT m.account_id, m.session_id, m.message_id, m.seq, m.role, m.name, m.content, m.created_us, a.id, a.user_id, a.agent_id
-		FROM messages m JOIN archives a ON a.account_id = m.account_id AND a.id = m.archive_id
-		WHERE a.state IN ('indexed', 'summarized') AND m.role <> 'system' ORDER BY m.account_id, m.session_id, m.seq`
-	rows, err := e.Store.DB().QueryContext(ctx, archived)
-	if err != nil {
-		return fmt.Errorf("read archived messages from SQL: %w", err)
-	}
-	var msgs []vector.Point
-	for rows.Next() {
-		var p vector.Point
-		var session, message, role, name, content, archive string
-		var seq, created int64
-		if err := rows.Scan(&p.AccountID, &session, &message, &seq, &role, &name, &content, &created, &archive, &p.UserID, &p.AgentID); err != nil {
-			rows.Close()
-			return fmt.Errorf("read archived messages from SQL: %w", err)
-		}
-		if strings.TrimSpace(content) == "" {
-			continue
-		}
-		// The same point services/extract's indexArchiveMessages writes.
-		p.ID = memory.ArchiveMessageID(p.AccountID, session, message)
-		p.Scope, p.Kind, p.Category = "archive", "archive", role
-		p.Text = memory.ArchiveMessageText(role, name, content)
-		if len(p.Text) > 8000 {
-			p.Text = strings.ToValidUTF8(p.Text[:8000], "")
-		}
-		p.CreatedAt = time.UnixMicro(created).UTC()
-		p.Payload = map[string]string{"session_id": session, "message_id": message, "archive_id": archive, "seq": fmt.Sprint(seq)}
-		msgs = append(msgs, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read archived messages from SQL: %w", err)
-	}
-	ids := make([]string, 0, len(pts)+len(msgs))
-	for _, p := range pts {
-		ids = append(ids, p.ID)
-	}
-	for _, p := range msgs {
-		ids = append(ids, p.ID)
-	}
-	n, sum, err := v.Digest(ctx, "")
-	if err != nil {
-		return err
-	}
-	if n == len(ids) && sum == vector.DigestIDs(ids) && len(v.Problems()) == 0 {
-		return nil
-	}
-	e.Logger.Info("rebuilding the local vector index from SQL", "memories", len(pts), "archive_messages", len(msgs))
-	const batch = 256
-	for i := 0; i < len(msgs); i += batch {
-		part := msgs[i:min(i+batch, len(msgs))]
-		texts := make([]string, len(part))
-		for j, p := range part {
-			texts[j] = p.Text
-		}
-		vecs, err := e.Embedder.Embed(ctx, texts)
-		if err != nil {
-			return fmt.Errorf("re-embed archived messages: %w", err)
-		}
-		for j := range part {
-			part[j].Vector = vecs[j]
-		}
-	}
-	return v.Rebuild(ctx, append(pts, msgs...))
-}
-
-// MemoryPoint is the index point of a memory row.
-func MemoryPoint(m store.Memory) vector.Point {
-	kind := contract.KindMemory
-	if m.Category == contract.KindDigest { // digests are memory rows of category digest
-		kind = contract.KindDigest
-	}
-	return vector.Point{
-		ID: m.ID, AccountID: m.AccountID, UserID: m.UserID, AgentID: m.AgentID, Scope: m.Scope,
-		Kind: kind, Category: m.Category, Text: m.Text, Vector: m.Embedding, CreatedAt: m.CreatedAt,
-	}
 }
 
 // Metrics returns a new metrics registry for a service of this process; Close stops nothing

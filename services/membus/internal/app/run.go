@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/pkg/projection"
+	"github.com/membus/membus/pkg/vector"
 )
 
 // Runnable is a service: it runs until ctx is done and then drains.
@@ -38,11 +40,19 @@ func RunService(ctx context.Context, cfg config.Config, logger *slog.Logger, nam
 		return err
 	}
 	defer env.Close()
+	var run []Runnable
+	if local, ok := env.Vectors.(*vector.Local); ok && name == "recall" {
+		// A recall replica with a local index of its own follows what the other processes
+		// commit (docs/architecture.md "One index every replica sees").
+		env.Follower = projection.NewFollower(env.JS, env.Names, projection.Deps{Store: env.Store, Embedder: env.Embedder, Vectors: local},
+			local, env.Logger.With("service", "recall", "component", "follower"))
+		run = append(run, env.Follower)
+	}
 	svc, err := Build(env, name)
 	if err != nil {
 		return err
 	}
-	run := []Runnable{svc}
+	run = append(run, svc)
 	if name != "gateway" {
 		run = append(run, env.OpsServer(cfg.HTTPAddr))
 	}

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/llm"
@@ -127,10 +129,14 @@ func Recall(env *Env) (*recall.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return recall.New(cfg, recall.Deps{
+	d := recall.Deps{
 		NC: env.NC, Names: env.Names, Store: env.Store, Sessions: env.Sessions, Embedder: env.Embedder, Vectors: env.Vectors,
 		Metrics: env.Metrics("recall"), Logger: env.Logger.With("service", "recall"), KickOutbox: env.Relay.Kick,
-	})
+	}
+	if f := env.Follower; f != nil {
+		d.Sync = func(ctx context.Context) error { return f.Sync(ctx, time.Second) }
+	}
+	return recall.New(cfg, d)
 }
 
 // Summarizer builds the summarizer service. With MEMBUS_LLM_BASE_URL set, overviews and

@@ -22,6 +22,7 @@ import (
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/projection"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
 	"github.com/membus/membus/services/membus/internal/app"
@@ -270,7 +271,7 @@ func seedRecallMemories(ctx context.Context, env *app.Env, account, user, agent 
 				Category: cat, Subject: user, Value: text, Text: text, Abstract: memory.Abstract(text), Polarity: 1, Importance: 0.5,
 				Sources: []store.Source{{SessionID: session, MessageID: fmt.Sprintf("m-%d", b+i)}}, ValidFrom: now,
 				ContentHash: memory.ContentHash(text), Embedding: vecs[i], EmbedModel: env.Embedder.Model()}
-			pts[i] = app.MemoryPoint(mems[i])
+			pts[i] = projection.MemoryPoint(mems[i])
 		}
 		if err := env.Store.SaveMemories(ctx, epoch, a, mems, nil, nil); err != nil {
 			return nil, err

@@ -21,6 +21,7 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/vector/qdrant"
 	"github.com/membus/membus/services/membus/internal/app"
 )
 
@@ -94,6 +95,7 @@ func CleanupContext() (context.Context, context.CancelFunc) {
 // Backend is what --backend real reads from the environment.
 type Backend struct {
 	DSN, RedisURL, NATSURL, NATSToken string
+	QdrantURL                         string // MEMBUS_QDRANT_URL: the run gets a collection of its own
 	RunID                             string // names this run's accounts and subject prefix in shared servers
 }
 
@@ -117,6 +119,11 @@ func CleanupRealRun(env *app.Env, prefix, runID string) {
 	ctx, cancel := CleanupContext()
 	defer cancel()
 	DeleteRunStreams(ctx, env, prefix)
+	if q, ok := env.Vectors.(*qdrant.Store); ok && q.Collection() != config.Defaults().QdrantCollection {
+		if err := q.Drop(ctx); err != nil {
+			env.Logger.Warn("cleanup", "qdrant collection", q.Collection(), "err", err)
+		}
+	}
 	for _, table := range []string{"messages", "sessions", "archives", "memories", "memory_sources", "summaries", "tombstones", "commit_results"} {
 		if _, err := env.Store.DB().ExecContext(ctx, "DELETE FROM "+table+" WHERE account_id LIKE ?", "%-"+runID); err != nil {
 			env.Logger.Warn("cleanup", "table", table, "err", err)
@@ -125,11 +132,11 @@ func CleanupRealRun(env *app.Env, prefix, runID string) {
 }
 
 // ErrRealBackend: --backend real without its variables.
-var ErrRealBackend = errors.New("--backend real needs MEMBUS_MYSQL_DSN and MEMBUS_REDIS_URL (MEMBUS_NATS_URL optional: else an embedded NATS server)")
+var ErrRealBackend = errors.New("--backend real needs MEMBUS_MYSQL_DSN and MEMBUS_REDIS_URL (MEMBUS_NATS_URL optional: else an embedded NATS server; MEMBUS_QDRANT_URL optional: else the local index)")
 
 func BackendFromEnv(getenv func(string) string) (Backend, error) {
 	rb := Backend{DSN: getenv("MEMBUS_MYSQL_DSN"), RedisURL: getenv("MEMBUS_REDIS_URL"),
-		NATSURL: getenv("MEMBUS_NATS_URL"), NATSToken: getenv("MEMBUS_NATS_TOKEN")}
+		NATSURL: getenv("MEMBUS_NATS_URL"), NATSToken: getenv("MEMBUS_NATS_TOKEN"), QdrantURL: getenv("MEMBUS_QDRANT_URL")}
 	var missing []string
 	if rb.DSN == "" {
 		missing = append(missing, "MEMBUS_MYSQL_DSN")
@@ -177,13 +184,16 @@ func Open(ctx context.Context, syncMode, embedder string, rb Backend, logger *sl
 	for _, o := range opts {
 		o(&cfg)
 	}
-	cfg.MySQLDSN, cfg.RedisURL, cfg.NATSURL = rb.DSN, rb.RedisURL, rb.NATSURL
+	cfg.MySQLDSN, cfg.RedisURL, cfg.NATSURL, cfg.QdrantURL = rb.DSN, rb.RedisURL, rb.NATSURL, rb.QdrantURL
 	if rb.NATSToken != "" {
 		cfg.NATSToken = rb.NATSToken
 	}
 	var cleanup func(*app.Env)
 	if rb.DSN != "" {
 		cfg.SubjectPrefix = "eval" + rb.RunID
+		if rb.QdrantURL != "" {
+			cfg.QdrantCollection = "membus_eval_" + rb.RunID // the run's own collection, dropped after it
+		}
 		cleanup = func(env *app.Env) { CleanupRealRun(env, cfg.SubjectPrefix, rb.RunID) }
 	}
 	env, closeEnv, done, err := Start(ctx, cfg, logger, cleanup)

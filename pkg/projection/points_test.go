@@ -1,7 +1,9 @@
-package extract
+package projection
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/memory"
@@ -31,5 +33,27 @@ func TestArchivePoints(t *testing.T) {
 	}
 	if memory.ArchiveMessageID("acme", "s1", "m1") == memory.ArchiveMessageID("acme", "s2", "m1") {
 		t.Fatal("archive message ids collide across sessions")
+	}
+}
+
+func TestMemoryPoint(t *testing.T) {
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name    string
+		m       store.Memory
+		kind    string
+		payload map[string]string
+	}{
+		{"a memory", store.Memory{ID: "m1", Category: memory.Fact, Text: "x"}, contract.KindMemory, nil},
+		{"a digest names its period and bucket", store.Memory{ID: "d1", Category: memory.Digest, Value: "week 2026-W49", EventTime: &day}, contract.KindDigest,
+			map[string]string{"period": "week", "bucket": "2026-W49"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := MemoryPoint(c.m)
+			if p.Kind != c.kind || fmt.Sprint(p.Payload) != fmt.Sprint(c.payload) {
+				t.Fatalf("point kind %q payload %v, want %q %v", p.Kind, p.Payload, c.kind, c.payload)
+			}
+		})
 	}
 }
