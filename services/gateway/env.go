@@ -9,6 +9,7 @@ func FromEnv(env *runtime.Env) (*Service, error) {
 	cfg.InsecureNoAuth = env.Config.InsecureNoAuth
 	cfg.RateLimit, cfg.RateBurst = float64(env.Config.RateLimit), env.Config.RateBurst
 	m := env.Metrics("gateway")
+	observe(m, env) // JetStream and SQL gauges: observe_env.go
 	deps := Deps{
 		NC: env.NC, JS: env.JS, Names: env.Names, Keys: env.Store, Metrics: m,
 		Logger: env.Logger.With("service", "gateway"), Ready: env.Probes(), MetricsHandler: env.MetricsHandler(),

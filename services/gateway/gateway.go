@@ -66,7 +66,7 @@ type Service struct {
 	idem    idempotencyStore
 
 	requests *prometheus.CounterVec
-	latency  prometheus.Histogram
+	latency  *prometheus.HistogramVec
 }
 
 // New checks cfg and deps and builds the router.
@@ -99,8 +99,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		log:  deps.Logger,
 		requests: deps.Metrics.CounterVec("gateway_http_requests_total",
 			"HTTP requests by route pattern, method and status.", "route", "status"),
-		latency: deps.Metrics.Histogram("gateway_http_request_duration_seconds",
-			"HTTP request latency in seconds."),
+		latency: deps.Metrics.HistogramVec("gateway_http_request_duration_seconds",
+			"HTTP request latency in seconds, by route pattern and status.", "route", "status"),
 	}
 	if deps.Redis != nil {
 		s.limiter = newRedisLimiter(deps.Redis, deps.Names.Prefix+":gw:rate:", cfg.RateLimit, cfg.RateBurst, deps.Now)
