@@ -109,7 +109,7 @@ func (c *jetStreamCollector) Collect(ch chan<- prometheus.Metric) {
 			up = 0
 		}
 	}
-	if depth, err := DLQDepth(ctx, c.js, c.names); err != nil {
+	if depth, err := DLQDepth(ctx, c.js, c.names, ""); err != nil {
 		c.log.Warn("observe dlq", "err", err)
 		up = 0
 	} else {
@@ -120,9 +120,9 @@ func (c *jetStreamCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.up, up)
 }
 
-// DLQDepth counts the dead letters by the stream they came from (the token after <p>.dlq.):
-// always turns, commits, events and outbox, zero when empty.
-func DLQDepth(ctx context.Context, js jetstream.JetStream, names bus.Names) (map[string]uint64, error) {
+// DLQDepth counts the dead letters of account ("" for every account) by the stream they came
+// from (the token after <p>.dlq.): always turns, commits, events and outbox, zero when empty.
+func DLQDepth(ctx context.Context, js jetstream.JetStream, names bus.Names, account string) (map[string]uint64, error) {
 	out := map[string]uint64{}
 	for _, k := range []string{bus.StreamTurns, bus.StreamCommits, bus.StreamEvents} {
 		out[strings.ToLower(k)] = 0
@@ -133,7 +133,11 @@ func DLQDepth(ctx context.Context, js jetstream.JetStream, names bus.Names) (map
 		return nil, err
 	}
 	prefix := dlqPrefix(names)
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	filter := prefix + ">"
+	if account != "" {
+		filter = prefix + "*." + account + ".*"
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
 		return nil, err
 	}

@@ -172,6 +172,14 @@ func TestJetStreamFiguresMatchTheServer(t *testing.T) {
 		t.Errorf("snapshot lacks the DLQ depth or outbox backlog: %v", snap.Gauges)
 	}
 
+	// Per account: the letters of acme only.
+	if d, err := metrics.DLQDepth(ctx, js, names, "acme"); err != nil || d["outbox"] != 4 || d["turns"] != 2 {
+		t.Errorf("DLQDepth(acme) = %v, %v", d, err)
+	}
+	if d, err := metrics.DLQDepth(ctx, js, names, "other"); err != nil || d["outbox"] != 0 || d["turns"] != 0 {
+		t.Errorf("DLQDepth(other) = %v, %v; want zeros", d, err)
+	}
+
 	lintClean(t, fams)
 }
 
