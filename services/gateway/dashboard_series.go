@@ -60,10 +60,10 @@ type dashLatency struct {
 
 // latencyFamilies maps the histogram families the dashboard shows to their row name.
 var latencyFamilies = map[string]string{
-	"membus_recall_duration_seconds":              "recall",
-	"membus_extract_commit_seconds":               "commit",
-	"membus_extract_extraction_seconds":           "extraction",
-	"membus_ingest_batch_seconds":                 "ingest batch",
+	"membus_recall_duration_seconds":               "recall",
+	"membus_extract_commit_seconds":                "commit",
+	"membus_extract_extraction_seconds":            "extraction",
+	"membus_ingest_batch_seconds":                  "ingest batch",
 	"membus_gateway_http_request_duration_seconds": "gateway",
 }
 
