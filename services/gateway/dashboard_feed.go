@@ -39,11 +39,11 @@ type dashFrame struct {
 	Throughput dashRates               `json:"throughput"` // per second over the last interval
 	Totals     dashCounts              `json:"totals"`     // since the page connected
 	Instances  []dashInstance          `json:"instances"`
-	Lag        []dashLag               `json:"lag"`
+	Lag        []metrics.LagRow        `json:"lag"`
 	DLQ        map[string]uint64       `json:"dlq"` // the scope's dead letters by source stream
 	Letters    []dashLetter            `json:"letters"`
 	Outbox     *dashOutbox             `json:"outbox,omitempty"`
-	Latency    []dashLatency           `json:"latency"`
+	Latency    []metrics.LatencyRow    `json:"latency"`
 	Categories map[string]int64        `json:"categories"`
 	Agents     []contract.AgentStats   `json:"agents"`
 	Trends     []contract.DayStats     `json:"trends"`
@@ -350,10 +350,10 @@ func (f *dashFeed) frame(ctx context.Context) dashFrame {
 		a, b := fr.Instances[i], fr.Instances[j]
 		return a.Service+"/"+a.Instance < b.Service+"/"+b.Instance
 	})
-	fr.Lag = consumerLag(snaps)
-	fr.Latency = mergeLatencies(snaps)
-	if n, ok := gaugeMax(snaps, "membus_outbox_pending_rows"); ok {
-		age, _ := gaugeMax(snaps, "membus_outbox_oldest_pending_age_seconds")
+	fr.Lag = metrics.ConsumerLag(snaps)
+	fr.Latency = metrics.MergeLatencies(snaps, routeDashboardStream)
+	if n, ok := metrics.GaugeMax(snaps, "membus_outbox_pending_rows"); ok {
+		age, _ := metrics.GaugeMax(snaps, "membus_outbox_oldest_pending_age_seconds")
 		fr.Outbox = &dashOutbox{Pending: n, OldestAgeS: age}
 	}
 	if fr.Categories == nil {

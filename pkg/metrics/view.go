@@ -1,4 +1,4 @@
-package gateway
+package metrics
 
 import (
 	"sort"
@@ -8,9 +8,9 @@ import (
 	"github.com/membus/membus/pkg/contract"
 )
 
-// seriesName splits a snapshot series key, name{k="v",…} (as metrics.Snapshot writes it),
+// ParseSeriesKey splits a snapshot series key, name{k="v",…} (as metrics.Snapshot writes it),
 // into the family name and its labels; ok is false for a key it cannot read.
-func seriesName(key string) (name string, labels map[string]string, ok bool) {
+func ParseSeriesKey(key string) (name string, labels map[string]string, ok bool) {
 	i := strings.IndexByte(key, '{')
 	if i < 0 {
 		return key, map[string]string{}, true
@@ -47,9 +47,9 @@ func seriesName(key string) (name string, labels map[string]string, ok bool) {
 	return name, labels, true
 }
 
-// dashLatency is one latency row of the dashboard: percentiles in ms since the instances
+// LatencyRow is one latency row of the dashboard and `membus top`: percentiles in ms since the instances
 // started, merged over instances (counts add up, percentiles take the worst instance's).
-type dashLatency struct {
+type LatencyRow struct {
 	Name  string  `json:"name"`  // recall, commit, extraction, gateway
 	Label string  `json:"label"` // outcome or route and status; "" when the series has none
 	Count int64   `json:"count"`
@@ -70,20 +70,21 @@ var latencyFamilies = map[string]string{
 // maxGatewayRoutes bounds the gateway rows: the busiest routes.
 const maxGatewayRoutes = 8
 
-// mergeLatencies turns the latest snapshot of every instance into the dashboard's rows.
-// The dashboard's own stream is left out (its requests last as long as the page is open).
-func mergeLatencies(snaps []contract.MetricsSnapshot) []dashLatency {
-	rows := map[[2]string]*dashLatency{}
+// MergeLatencies turns the latest snapshot of every instance into latency rows: recall by
+// outcome, ingest batch, extraction, commit, then the busiest gateway routes (skipRoute, the
+// dashboard's own stream whose requests last as long as the page is open, is left out).
+func MergeLatencies(snaps []contract.MetricsSnapshot, skipRoute string) []LatencyRow {
+	rows := map[[2]string]*LatencyRow{}
 	for _, s := range snaps {
 		for key, l := range s.Latencies {
-			name, labels, ok := seriesName(key)
+			name, labels, ok := ParseSeriesKey(key)
 			row, known := latencyFamilies[name]
 			if !ok || !known || l.Count == 0 {
 				continue
 			}
 			label := labels["outcome"]
 			if row == "gateway" {
-				if labels["route"] == routeDashboardStream {
+				if labels["route"] == skipRoute {
 					continue
 				}
 				label = labels["route"] + " " + labels["status"]
@@ -91,14 +92,14 @@ func mergeLatencies(snaps []contract.MetricsSnapshot) []dashLatency {
 			k := [2]string{row, label}
 			r := rows[k]
 			if r == nil {
-				r = &dashLatency{Name: row, Label: label}
+				r = &LatencyRow{Name: row, Label: label}
 				rows[k] = r
 			}
 			r.Count += l.Count
 			r.P50, r.P95, r.P99 = max(r.P50, l.P50), max(r.P95, l.P95), max(r.P99, l.P99)
 		}
 	}
-	var out, gw []dashLatency
+	var out, gw []LatencyRow
 	for _, r := range rows {
 		if r.Name == "gateway" {
 			gw = append(gw, *r)
@@ -124,8 +125,8 @@ func mergeLatencies(snaps []contract.MetricsSnapshot) []dashLatency {
 	return append(out, gw...)
 }
 
-// dashLag is one durable consumer's backlog.
-type dashLag struct {
+// LagRow is one durable consumer's backlog.
+type LagRow struct {
 	Stream      string  `json:"stream"`
 	Consumer    string  `json:"consumer"`
 	Pending     float64 `json:"pending"`
@@ -133,20 +134,20 @@ type dashLag struct {
 	Redelivered float64 `json:"redelivered"`
 }
 
-// consumerLag reads the JetStream gauges of the snapshots (the gateway's carry them); with
+// ConsumerLag reads the JetStream gauges of the snapshots (the gateway's carry them); with
 // several gateways the figures are the same server's, so the largest is kept.
-func consumerLag(snaps []contract.MetricsSnapshot) []dashLag {
-	byKey := map[[2]string]*dashLag{}
+func ConsumerLag(snaps []contract.MetricsSnapshot) []LagRow {
+	byKey := map[[2]string]*LagRow{}
 	for _, s := range snaps {
 		for key, v := range s.Gauges {
-			name, labels, ok := seriesName(key)
+			name, labels, ok := ParseSeriesKey(key)
 			if !ok || !strings.HasPrefix(name, "membus_jetstream_consumer_") {
 				continue
 			}
 			k := [2]string{labels["stream"], labels["consumer"]}
 			l := byKey[k]
 			if l == nil {
-				l = &dashLag{Stream: k[0], Consumer: k[1]}
+				l = &LagRow{Stream: k[0], Consumer: k[1]}
 				byKey[k] = l
 			}
 			switch name {
@@ -159,7 +160,7 @@ func consumerLag(snaps []contract.MetricsSnapshot) []dashLag {
 			}
 		}
 	}
-	out := make([]dashLag, 0, len(byKey))
+	out := make([]LagRow, 0, len(byKey))
 	for _, l := range byKey {
 		out = append(out, *l)
 	}
@@ -172,9 +173,9 @@ func consumerLag(snaps []contract.MetricsSnapshot) []dashLag {
 	return out
 }
 
-// gaugeMax is the largest value of an unlabelled gauge across the snapshots, and whether any
+// GaugeMax is the largest value of an unlabelled gauge across the snapshots, and whether any
 // snapshot had it.
-func gaugeMax(snaps []contract.MetricsSnapshot, name string) (float64, bool) {
+func GaugeMax(snaps []contract.MetricsSnapshot, name string) (float64, bool) {
 	v, found := 0.0, false
 	for _, s := range snaps {
 		if g, ok := s.Gauges[name]; ok {
