@@ -21,6 +21,7 @@ Usage:
   membus keys revoke ID
   membus dlq ls [--filter SUBJECT] [--limit N] | show SEQ [--json] | replay SEQ
   membus tail metrics|events
+  membus top [--interval D] [--once]  the dashboard's figures in the terminal, refreshing
   membus bench ingest [--count N] [--concurrency C] [--sync always|interval|both] [--json]
   membus bench e2e [--count N] [--sync always|interval|both] [--json]
   membus eval locomo --data FILE [--baseline bm25] [--limit-conversations N] [--embedder hash] [--json]
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return dlq(rest, stdout, stderr)
 	case "tail":
 		return tail(rest, stdout, stderr)
+	case "top":
+		return top(rest, stdout, stderr)
 	case "bench":
 		return benchCmd(rest, stdout, stderr)
 	case "eval":
