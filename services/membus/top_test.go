@@ -31,13 +31,13 @@ func TestTopRendersEveryPanel(t *testing.T) {
 	st.add(snap("ingest", map[string]float64{"membus_ingest_messages_stored_total": 10}, nil))
 	st.add(snap("gateway", nil, map[string]float64{
 		`membus_jetstream_consumer_pending_messages{consumer="membus-ingest",stream="MEMBUS_TURNS"}`: 12,
-		`membus_dlq_messages{stream="turns"}`:                                                       2,
-		"membus_outbox_pending_rows":                                                                5,
-		"membus_outbox_oldest_pending_age_seconds":                                                  30,
-		`membus_memories_active{category="preference"}`:                                             7,
+		`membus_dlq_messages{stream="turns"}`:                                                        2,
+		"membus_outbox_pending_rows":                                                                 5,
+		"membus_outbox_oldest_pending_age_seconds":                                                   30,
+		`membus_memories_active{category="preference"}`:                                              7,
 	}))
 	st.setAgents([]contract.AgentStats{{AccountID: "acme", AgentID: "helper", Sessions: 1, Messages: 9, Memories: 2}}, nil)
-	_ = st.view("membus") // the first view sets the base of the rates
+	_ = st.view("membus")               // the first view sets the base of the rates
 	clock = clock.Add(22 * time.Second) // gateway's snapshot is now 22 s old: stale
 	st.add(snap("ingest", map[string]float64{"membus_ingest_messages_stored_total": 30}, nil))
 	var out bytes.Buffer
