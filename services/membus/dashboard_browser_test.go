@@ -3,16 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/testenv"
@@ -68,6 +72,7 @@ type panels struct {
 	Error      string `json:"error"`
 	Visible    bool   `json:"visible"`
 	Turns      string `json:"turns"`
+	TurnRate   string `json:"turn_rate"`
 	Commits    string `json:"commits"`
 	Archives   string `json:"archives"`
 	Lag        string `json:"lag"`
@@ -89,7 +94,7 @@ const readPanels = `(() => {
   const main = document.getElementById("panels");
   return {
     scope: t("scope"), status: t("status"), error: t("error"), visible: !main.hidden,
-    turns: t("tot-turns"), commits: t("tot-commits"), archives: t("tot-archives"),
+    turns: t("tot-turns"), turn_rate: t("tp-turns"), commits: t("tot-commits"), archives: t("tot-archives"),
     lag: t("lag"), outbox: t("outbox"), latency: t("latency"), dlq: t("dlq"), letters: t("letters"),
     categories: t("categories"), trends: document.querySelectorAll("#trends rect").length,
     agents: t("agents"), instances: t("instances"),
@@ -167,6 +172,18 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 	}
 
+	// A durable consumer nobody fetches from: the lag panel shows a backlog that grows with the
+	// events of the load.
+	{
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := env.JS.CreateOrUpdateConsumer(ctx, env.Names.Stream(bus.StreamEvents), jetstream.ConsumerConfig{
+			Durable: env.Names.Consumer("idle-observer"), AckPolicy: jetstream.AckExplicitPolicy})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	// Load before the page opens: both accounts, commits (archives, memories), recalls, letters.
 	turn(acme, "acme-helper", "a-1", "I live in Boston and I have a dog named Max.", "Nice, Boston is lovely.",
 		"I prefer black coffee in the morning.")
@@ -190,7 +207,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	first := waitPanels(t, tab, "every panel filled for acme", func(p panels) bool {
 		return p.Visible && strings.Contains(p.Status, "live") &&
 			p.InstRows >= 5 && // gateway, ingest, extract, recall, summarizer
-			strings.Contains(p.Lag, "ingest · turns") &&
+			strings.Contains(p.Lag, "ingest · turns") && regexp.MustCompile(`observer · events\s*[1-9]`).MatchString(p.Lag) &&
 			strings.Contains(p.Latency, "recall") && strings.Contains(p.Latency, "commit") &&
 			strings.Contains(p.DLQ, "1turns") && strings.Contains(p.Letters, "decode") &&
 			p.Categories != "" && !strings.Contains(p.Categories, "no memories") &&
@@ -247,8 +264,29 @@ func TestDashboardInABrowser(t *testing.T) {
 		fmt.Fprintf(os.Stderr, "dashboard screenshot: %s\n", path)
 		return path
 	}
+	// Screenshots are taken under load, so the throughput shows it.
+	stopLoad, loadDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(loadDone)
+		for i := 0; ; i++ {
+			select {
+			case <-stopLoad:
+				return
+			case <-time.After(150 * time.Millisecond):
+			}
+			body := fmt.Sprintf(`{"agent_id":"acme-helper","messages":[{"role":"user","content":"Load turn %d: the trip to Lisbon is in May."}]}`, i)
+			req, _ := http.NewRequest("POST", base+"/v1/sessions/a-3/messages", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+acme.key)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}()
+	waitPanels(t, tab, "turns per second under load", func(p panels) bool { return p.TurnRate != "0.0" && p.TurnRate != "0" })
 	shot("dashboard-desktop.png")
 	shot("dashboard-phone.png", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	close(stopLoad)
+	<-loadDone
 
 	// A user key is refused: a fresh tab (its own sessionStorage) with alice's key.
 	userTab, cancelUser := chromedp.NewContext(tab)
