@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -217,4 +218,47 @@ func TestDashboardStream(t *testing.T) {
 			t.Errorf("interval_ms=5: %d", rec.Code)
 		}
 	})
+}
+
+// TestDashboardStreamEndsOnShutdown: an open dashboard stream must not hold the gateway's
+// graceful shutdown until its timeout.
+func TestDashboardStreamEndsOnShutdown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	e := newEnv(t, func(s *setup) { s.cfg.Addr = addr })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.svc.Run(ctx) }()
+	var frames <-chan frame
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i > 200 {
+			t.Fatalf("gateway never listened: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	frames, _ = openStream(t, "http://"+addr, e.operatorKey)
+	waitFrame(t, frames, "a first frame", func(frame) bool { return true })
+
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(8 * time.Second): // the shutdown timeout is 10 s
+		t.Fatal("Run waited for the open dashboard stream")
+	}
+	for range frames { // the stream ends
+	}
+	t.Logf("shut down in %v with a stream open", time.Since(start).Round(time.Millisecond))
 }
