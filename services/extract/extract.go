@@ -103,6 +103,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if d.Sessions == nil {
 		d.Sessions = session.NewSQL(d.Store)
 	}
+	d.Extractor = timedExtractor{d.Extractor, d.Metrics.Histogram("extract_extraction_seconds", "Time to extract memory candidates from one archive (the extractor alone).").Observe}
 	s := &Service{cfg: cfg, d: d, log: d.Logger}
 	m := d.Metrics
 	s.archives = m.Counter("extract_archives_total", "Archives created.").Add

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -66,7 +67,9 @@ type Service struct {
 	idem    idempotencyStore
 
 	requests *prometheus.CounterVec
-	latency  prometheus.Histogram
+	latency  *prometheus.HistogramVec
+
+	stopStreams chan struct{} // closed when Run shuts down: ends the dashboard streams
 }
 
 // New checks cfg and deps and builds the router.
@@ -99,8 +102,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		log:  deps.Logger,
 		requests: deps.Metrics.CounterVec("gateway_http_requests_total",
 			"HTTP requests by route pattern, method and status.", "route", "status"),
-		latency: deps.Metrics.Histogram("gateway_http_request_duration_seconds",
-			"HTTP request latency in seconds."),
+		latency: deps.Metrics.HistogramVec("gateway_http_request_duration_seconds",
+			"HTTP request latency in seconds, by route pattern and status.", "route", "status"),
 	}
 	if deps.Redis != nil {
 		s.limiter = newRedisLimiter(deps.Redis, deps.Names.Prefix+":gw:rate:", cfg.RateLimit, cfg.RateBurst, deps.Now)
@@ -109,6 +112,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		s.limiter = newMemoryLimiter(cfg.RateLimit, cfg.RateBurst, deps.Now)
 		s.idem = newMemoryIdempotency(deps.Now)
 	}
+	s.stopStreams = make(chan struct{})
 	s.mux = s.routes()
 	s.h = s.observe(s.mux)
 	return s, nil
@@ -136,6 +140,8 @@ func (s *Service) Run(ctx context.Context) error {
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	var stopOnce sync.Once
+	srv.RegisterOnShutdown(func() { stopOnce.Do(func() { close(s.stopStreams) }) })
 	s.log.Info("gateway listening", "addr", ln.Addr().String(), "insecure_no_auth", s.cfg.InsecureNoAuth)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -175,6 +181,8 @@ func (s *Service) routeTable() []route {
 		{"GET /readyz", s.readyz},
 		{"GET /metrics", metricsHandler.ServeHTTP},
 		{"GET /openapi.yaml", s.openapi},
+		{routeDashboard, s.dashboardPage},
+		{routeDashboardStream, s.opsAuthed(s.dashboardStream)},
 
 		{"POST /v1/sessions/{session_id}/messages", s.authed(s.postMessages)},
 		{"GET /v1/sessions/{session_id}", s.authed(s.getSession)},

@@ -33,7 +33,7 @@ func (s *Service) observe(mux *http.ServeMux) http.Handler {
 		}
 		elapsed := time.Since(start)
 		s.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-		s.latency.Observe(elapsed.Seconds())
+		s.latency.WithLabelValues(route, strconv.Itoa(status)).Observe(elapsed.Seconds())
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelWarn

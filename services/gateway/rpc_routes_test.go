@@ -264,7 +264,7 @@ func TestMetricsCountRequestsByRoute(t *testing.T) {
 	for _, want := range []string{
 		`membus_gateway_http_requests_total{route="GET /v1/sessions/{session_id}",service="gateway",status="401"} 1`,
 		`membus_gateway_http_requests_total{route="unmatched",service="gateway",status="404"} 1`,
-		`membus_gateway_http_request_duration_seconds_count{service="gateway"}`,
+		`membus_gateway_http_request_duration_seconds_count{route="unmatched",service="gateway",status="404"} 1`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("metrics lack %s", want)

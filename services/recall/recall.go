@@ -97,8 +97,9 @@ type Service struct {
 	d   Deps
 	log *slog.Logger
 
-	latency  func(float64)
-	degraded func(float64)
+	latency   func(float64)
+	degraded  func(float64)
+	byOutcome func(outcome string, seconds float64)
 }
 
 // New builds the service.
@@ -124,6 +125,8 @@ func New(cfg Config, d Deps) (*Service, error) {
 	s := &Service{cfg: cfg, d: d, log: d.Logger}
 	s.latency = d.Metrics.Histogram("recall_seconds", "Time to answer one recall.").Observe
 	s.degraded = d.Metrics.Counter("recall_degraded_total", "Recalls answered degraded (vector store unavailable).").Add
+	byOutcome := d.Metrics.HistogramVec("recall_duration_seconds", "Time to answer one recall RPC, by outcome (ok, empty, degraded, error).", "outcome")
+	s.byOutcome = func(o string, v float64) { byOutcome.WithLabelValues(o).Observe(v) }
 	return s, nil
 }
 
@@ -139,7 +142,7 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 	}()
 	for op, h := range map[string]bus.RPCHandler{
-		"recall":          jsonHandler(s.Recall),
+		"recall":          jsonHandler(s.observedRecall),
 		"context":         jsonHandler(s.Context),
 		"memories.list":   jsonHandler(s.ListMemories),
 		"memories.get":    jsonHandler(s.GetMemory),

@@ -168,8 +168,17 @@ func Summarizer(env *Env) (*summarizer.Service, error) {
 // probes besides it.
 func Gateway(env *Env) (*gateway.Service, error) {
 	cfg := gatewayConfig(env.Config)
+	m := env.Metrics("gateway")
+	// The figures read from the servers at each scrape and snapshot — JetStream consumer lag,
+	// ack-pending and redelivered counts, stream sizes and DLQ depth, and from SQL the outbox
+	// backlog and the active memories per category — ride on the gateway's registry: it is the
+	// process an operator scrapes in every deployment. Replicas report the same values, so
+	// dashboards and rules take max() across instances.
+	obs := env.Logger.With("service", "gateway", "component", "observe")
+	m.ObserveJetStream(env.JS, env.Names, obs)
+	m.ObserveStore(env.Store, nil, obs)
 	deps := gateway.Deps{
-		NC: env.NC, JS: env.JS, Names: env.Names, Keys: env.Store, Metrics: env.Metrics("gateway"),
+		NC: env.NC, JS: env.JS, Names: env.Names, Keys: env.Store, Metrics: m,
 		Logger: env.Logger.With("service", "gateway"), Ready: env.Probes("sql", "redis"), MetricsHandler: env.MetricsHandler(),
 	}
 	if env.Redis != nil { // a typed nil must not become a non-nil interface
