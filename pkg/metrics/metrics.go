@@ -103,6 +103,14 @@ func (m *Metrics) Gauge(name, help string) prometheus.Gauge {
 	}, help).(prometheus.Gauge)
 }
 
+// GaugeFunc registers the gauge membus_<name>, read from f whenever the registry is gathered
+// (a scrape of /metrics, a snapshot).
+func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
+	m.get(name, "gauge", nil, func(o prometheus.Opts) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts(o), f)
+	}, help)
+}
+
 // Histogram returns the latency histogram membus_<name> in seconds (LatencyBuckets); name it
 // *_seconds.
 func (m *Metrics) Histogram(name, help string) prometheus.Histogram {

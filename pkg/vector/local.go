@@ -614,6 +614,28 @@ func (l *Local) Digest(ctx context.Context, accountID string) (count int, sum st
 	return len(ids), DigestIDs(ids), nil
 }
 
+// Len is the number of points of every account (the index size an operator watches); cheaper
+// than Digest, which also hashes every id.
+func (l *Local) Len(ctx context.Context) (int, error) {
+	if err := l.begin(ctx); err != nil {
+		return 0, fmt.Errorf("len: %w", err)
+	}
+	defer l.opMu.RUnlock()
+	l.partsMu.Lock()
+	parts := make([]*partition, 0, len(l.parts))
+	for _, pt := range l.parts {
+		parts = append(parts, pt)
+	}
+	l.partsMu.Unlock()
+	n := 0
+	for _, pt := range parts {
+		pt.mu.RLock()
+		n += len(pt.ids)
+		pt.mu.RUnlock()
+	}
+	return n, nil
+}
+
 // DigestIDs is the digest Digest reports: SHA-256 hex over the sorted,
 // de-duplicated, canonical (lower-case) ids, one per line.
 func DigestIDs(ids []string) string {

@@ -99,6 +99,23 @@ func (p *serviceProc) recalls(t *testing.T) int {
 	return n
 }
 
+// gauge reads one gauge of this process's /metrics (-1 when it is missing).
+func (p *serviceProc) gauge(t *testing.T, name string) float64 {
+	t.Helper()
+	r, err := http.Get("http://" + p.httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(?:\{[^}]*\})? (\S+)`).FindSubmatch(b)
+	if m == nil {
+		return -1
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
 // eventually retries check until it returns nil or the timeout passes.
 func eventually(t *testing.T, timeout time.Duration, check func() error) {
 	t.Helper()
@@ -187,6 +204,14 @@ func TestRecallReplicasShareOneIndex(t *testing.T) {
 	tell("alice", "s-lisbon", "I live in Lisbon.")
 	if hits, degraded := recallAll("alice", "Where do I live?", "Lisbon"); hits != 24 || degraded != 0 {
 		t.Fatalf("right after the commit returned: %d of 24 recalls found Lisbon (%d degraded); want every one, from both replicas", hits, degraded)
+	}
+	for _, p := range []*serviceProc{recallA, recallB} {
+		if n := p.gauge(t, "membus_vector_index_points"); n <= 0 {
+			t.Errorf("%s: membus_vector_index_points = %v, want the indexed points", p.dataDir, n)
+		}
+		if lag := p.gauge(t, "membus_recall_index_lag_events"); lag != 0 {
+			t.Errorf("%s: membus_recall_index_lag_events = %v after catching up, want 0", p.dataDir, lag)
+		}
 	}
 	if recallA.recalls(t) == aBefore || recallB.recalls(t) == bBefore {
 		t.Fatalf("both replicas must have answered: recall-a %d → %d, recall-b %d → %d", aBefore, recallA.recalls(t), bBefore, recallB.recalls(t))

@@ -8,6 +8,7 @@ import (
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/llm"
 	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/vector"
 	"github.com/membus/membus/services/extract"
 	"github.com/membus/membus/services/gateway"
 	"github.com/membus/membus/services/ingest"
@@ -129,9 +130,25 @@ func Recall(env *Env) (*recall.Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	m := env.Metrics("recall")
+	if local, ok := env.Vectors.(*vector.Local); ok {
+		m.GaugeFunc("vector_index_points", "Points in this process's local vector index (memories, digests, archived messages).", func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			n, err := local.Len(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(n)
+		})
+	}
+	if f := env.Follower; f != nil {
+		m.GaugeFunc("recall_index_lag_events", "Events of MEMBUS_EVENTS this replica's local index has not applied yet (its catch-up lag).",
+			func() float64 { return float64(f.Lag()) })
+	}
 	d := recall.Deps{
 		NC: env.NC, Names: env.Names, Store: env.Store, Sessions: env.Sessions, Embedder: env.Embedder, Vectors: env.Vectors,
-		Metrics: env.Metrics("recall"), Logger: env.Logger.With("service", "recall"), KickOutbox: env.Relay.Kick,
+		Metrics: m, Logger: env.Logger.With("service", "recall"), KickOutbox: env.Relay.Kick,
 	}
 	if f := env.Follower; f != nil {
 		d.Sync = func(ctx context.Context) error { return f.Sync(ctx, time.Second) }
