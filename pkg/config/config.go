@@ -57,6 +57,9 @@ type Config struct {
 	// RateLimit and RateBurst are the gateway's token bucket per API key: requests per second
 	// and bucket size (shared through Redis when it is configured, else per replica).
 	RateLimit, RateBurst int
+	// StreamReplicas is the JetStream replica count of the streams membus creates (1; 3 on a
+	// 3-node cluster, as deploy/ runs).
+	StreamReplicas int
 	// ConfigFile is the optional YAML file (--config / MEMBUS_CONFIG).
 	ConfigFile string
 
@@ -83,6 +86,7 @@ func Defaults() Config {
 		RecallFusion:         "weighted",
 		RateLimit:            20,
 		RateBurst:            40,
+		StreamReplicas:       1,
 	}
 }
 
@@ -159,6 +163,7 @@ func (c *Config) fields() []field {
 		{key: "recall_mmr", b: &c.RecallMMR, help: "MMR diversity re-ranking of recall results (lambda 0.7)"},
 		{key: "rate_limit", n: &c.RateLimit, help: "HTTP requests per second per API key (token bucket; shared through Redis when set)"},
 		{key: "rate_burst", n: &c.RateBurst, help: "HTTP request burst per API key"},
+		{key: "stream_replicas", n: &c.StreamReplicas, help: "JetStream replicas of the streams membus creates (1, 3 or 5; at most the cluster's size)"},
 		{key: "config", str: &c.ConfigFile, noFile: true, help: "optional YAML config file"},
 	}
 }
