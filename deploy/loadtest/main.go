@@ -417,7 +417,7 @@ func commitAll(args []string) error {
 	wg.Wait()
 	var archives, mems int
 	_ = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM archives WHERE account_id = ? AND session_id LIKE ?`, c.account, c.run+"-%").Scan(&archives)
-	_ = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM archives WHERE account_id = ? AND session_id LIKE ? AND state <> 'indexed'`, c.account, c.run+"-%").Scan(&mems)
+	_ = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM archives WHERE account_id = ? AND session_id LIKE ? AND state NOT IN ('indexed', 'summarized')`, c.account, c.run+"-%").Scan(&mems)
 	printJSON(map[string]any{"sessions": len(sess), "committed": ok.Load(), "failed": failed.Load(), "memories_final_commit": memories.Load(), "archives": archives, "archives_not_indexed": mems})
 	if failed.Load() > 0 {
 		return errors.New("some commits failed")
