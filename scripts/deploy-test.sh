@@ -205,12 +205,16 @@ log "publishing $MESSAGES messages from 50 sessions at $RATE msg/s (run $RUN)"
 T_LOAD0=$(date +%s)
 lt publish --run "$RUN" --messages "$MESSAGES" --sessions 50 --rate "$RATE" >"$OUT/publish.json" 2>"$OUT/publish.err" &
 PUB=$!
+# The NATS node to kill: the turns stream's leader (a leader election under load), else nats-2.
+VICTIM=$(lt leader 2>/dev/null | grep -o 'nats-[123]' || true)
+VICTIM=${VICTIM:-nats-2}
+log "the turns stream's leader is $VICTIM"
 wait_acked $((MESSAGES * 3 / 10))
-log "faults at $(acked_now) acked: kill nats-2, ingest_2, extract_1"
-"$DOCKER" kill "$(cname nats-2 1)" "$(cname ingest 2)" "$(cname extract 1)" >/dev/null
+log "faults at $(acked_now) acked: kill $VICTIM (the turns stream's leader), ingest_2, extract_1"
+"$DOCKER" kill "$(cname "$VICTIM" 1)" "$(cname ingest 2)" "$(cname extract 1)" >/dev/null
 wait_acked $((MESSAGES * 6 / 10))
 log "restarting them at $(acked_now) acked"
-"$DOCKER" start "$(cname nats-2 1)" "$(cname ingest 2)" "$(cname extract 1)" >/dev/null
+"$DOCKER" start "$(cname "$VICTIM" 1)" "$(cname ingest 2)" "$(cname extract 1)" >/dev/null
 wait "$PUB" || { tail -20 "$OUT/publish.err" >&2; die "publish failed"; }
 T_LOAD=$(($(date +%s) - T_LOAD0))
 log "publish: $(cat "$OUT/publish.json")"
@@ -239,6 +243,7 @@ PASS=1
 printf '\n%-34s %s\n' "deploy-test ($RUN)" "value"
 row() { printf '%-34s %s\n' "$1" "$2"; }
 row "messages published (acked)" "$(j publish.json acked)  (gave up: $(j publish.json failed), retries: $(j publish.json retries), ${T_LOAD}s)"
+row "faults mid-load" "killed $VICTIM (turns leader), ingest_2, extract_1; restarted"
 row "stored exactly once" "$(j stored.json stored_once)"
 row "duplicates" "$(j stored.json duplicates)"
 row "lost (acked, not stored)" "$(j stored.json lost)"
@@ -263,8 +268,11 @@ if [ -n "${DEPLOY_SCALE_FIGURES:-}" ]; then
   for n in 1 2 3; do
     for i in 1 2 3; do "$DOCKER" stop -t 10 "$(cname ingest "$i")" >/dev/null; done
     lt drain --phase fill --run "scale$n-$RUN" --messages "$MESSAGES" >/dev/null
+    lt drain --phase measure --run "scale$n-$RUN" --messages "$MESSAGES" >"$OUT/scale$n.json" &
+    m=$!
+    sleep 3 # the measurement sees the whole backlog before the replicas start
     for i in $(seq 1 "$n"); do "$DOCKER" start "$(cname ingest "$i")" >/dev/null; done
-    lt drain --phase measure --run "scale$n-$RUN" --messages "$MESSAGES" >"$OUT/scale$n.json"
+    wait "$m" || die "scale-out measurement with $n ingest replicas failed"
     row "ingest replicas: $n" "$(j "scale$n.json" msg_per_s) msg/s ($(j "scale$n.json" stored) messages in $(j "scale$n.json" seconds) s)"
   done
   for i in 1 2 3; do "$DOCKER" start "$(cname ingest "$i")" >/dev/null; done
