@@ -272,8 +272,13 @@ if [ -n "${DEPLOY_SCALE_FIGURES:-}" ]; then
     m=$!
     sleep 3 # the measurement sees the whole backlog before the replicas start
     for i in $(seq 1 "$n"); do "$DOCKER" start "$(cname ingest "$i")" >/dev/null; done
+    sleep 2
+    # Where the CPU goes mid-drain (top 5 containers), and the host's load.
+    top=$("$DOCKER" stats --no-stream --format '{{.CPUPerc}} {{.Name}}' | sort -rn | head -5 \
+      | sed "s/${PROJECT}_//; s/_1\$//" | awk '{printf "%s %s, ", $2, $1}')
+    load=$(cut -d' ' -f1 /proc/loadavg)
     wait "$m" || die "scale-out measurement with $n ingest replicas failed"
-    row "ingest replicas: $n" "$(j "scale$n.json" msg_per_s) msg/s ($(j "scale$n.json" stored) messages in $(j "scale$n.json" seconds) s)"
+    row "ingest replicas: $n" "$(printf '%.0f' "$(j "scale$n.json" msg_per_s)") msg/s ($(j "scale$n.json" stored) messages in $(printf '%.1f' "$(j "scale$n.json" seconds)") s; load $load; CPU: ${top%, })"
   done
   for i in 1 2 3; do "$DOCKER" start "$(cname ingest "$i")" >/dev/null; done
   echo
