@@ -606,12 +606,15 @@ func drain(args []string) error {
 				return err
 			}
 			futs = append(futs, f)
-		}
-		for _, f := range futs {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				return err
+			if len(futs) == 500 || i == *messages/2-1 { // at most 500 in flight
+				for _, f := range futs {
+					select {
+					case <-f.Ok():
+					case err := <-f.Err():
+						return err
+					}
+				}
+				futs = futs[:0]
 			}
 		}
 		printJSON(map[string]any{"backlog": *messages})
