@@ -65,6 +65,8 @@ cleanup() {
     log "tearing down"
     dc down -v --remove-orphans -t 10 >/dev/null 2>&1
     "$DOCKER" ps -aq --filter label=membus.deploy-test | xargs -r "$DOCKER" rm -f >/dev/null 2>&1
+    # Images replaced by this run's builds: the cache keeps only the current ones.
+    "$DOCKER" image prune -f >/dev/null 2>&1
     if [ -n "$OWN_DOCKERD" ]; then
       kill "$OWN_DOCKERD" 2>/dev/null
       for _ in $(seq 1 60); do kill -0 "$OWN_DOCKERD" 2>/dev/null || break; sleep 0.5; done
