@@ -163,7 +163,7 @@ func (c *Config) fields() []field {
 		{key: "recall_mmr", b: &c.RecallMMR, help: "MMR diversity re-ranking of recall results (lambda 0.7)"},
 		{key: "rate_limit", n: &c.RateLimit, help: "HTTP requests per second per API key (token bucket; shared through Redis when set)"},
 		{key: "rate_burst", n: &c.RateBurst, help: "HTTP request burst per API key"},
-		{key: "stream_replicas", n: &c.StreamReplicas, help: "JetStream replicas of the streams membus creates (1, 3 or 5; at most the cluster's size)"},
+		{key: "stream_replicas", n: &c.StreamReplicas, help: "JetStream replicas of the streams membus creates with MEMBUS_NATS_URL (1, 3 or 5; at most the cluster's size)"},
 		{key: "config", str: &c.ConfigFile, noFile: true, help: "optional YAML config file"},
 	}
 }

@@ -133,7 +133,9 @@ func (e *Env) openBus(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	lim := bus.DefaultStreamLimits()
-	lim.Replicas = cfg.StreamReplicas
+	if !cfg.Embedded() { // the embedded server is a single node
+		lim.Replicas = cfg.StreamReplicas
+	}
 	if err := bus.EnsureStreams(sctx, js, e.Names, lim); err != nil {
 		return fmt.Errorf("ensure streams: %w", err)
 	}
