@@ -6,7 +6,7 @@ MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 TEST_FLAGS ?= -race -count=1 -timeout 15m
 RUN_ARGS ?=
 
-.PHONY: build run test fuzz bench lint fmt clean services model plugin modules
+.PHONY: build run test fuzz bench lint fmt clean services model plugin modules deploy-test
 
 # One binary: `membus up` runs everything, `membus <service>` one service. -trimpath and a
 # stripped symbol table (-s -w) keep it small; the version and commit come from the build info.
@@ -66,6 +66,11 @@ plugin:
 # Start the real Redis and MariaDB the integration tests use (installs them when missing).
 services:
 	bash scripts/services.sh
+
+# The distributed stack of deploy/ (offline images, 3 NATS nodes, 3 ingest, 2 extract, 2 recall)
+# under load with faults, checked and torn down; installs Docker when missing. docs/distributed.md.
+deploy-test:
+	bash scripts/deploy-test.sh
 
 clean:
 	rm -rf $(BIN)

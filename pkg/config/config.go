@@ -59,6 +59,9 @@ type Config struct {
 	// RateLimit and RateBurst are the gateway's token bucket per API key: requests per second
 	// and bucket size (shared through Redis when it is configured, else per replica).
 	RateLimit, RateBurst int
+	// StreamReplicas is the JetStream replica count of the streams membus creates (1; 3 on a
+	// 3-node cluster, as deploy/ runs).
+	StreamReplicas int
 	// ConfigFile is the optional YAML file (--config / MEMBUS_CONFIG).
 	ConfigFile string
 
@@ -86,6 +89,7 @@ func Defaults() Config {
 		RecallFusion:         "weighted",
 		RateLimit:            20,
 		RateBurst:            40,
+		StreamReplicas:       1,
 	}
 }
 
@@ -136,6 +140,7 @@ func (c *Config) fields() []field {
 		{key: "nats_url", str: &c.NATSURL, help: "external NATS URL(s), comma-separated; when set, no embedded server", doc: "external NATS; when set, no embedded server"},
 		{key: "nats_token", str: &c.NATSToken, secret: true, help: "NATS auth token", doc: "NATS token (embedded: created at first start in the data dir)", def: "generated"},
 		{key: "nats_sync", str: &c.NATSSync, help: `JetStream fsync: "always" (durable) or "interval"`, doc: "`always` fsyncs every JetStream write; `interval` trades durability for throughput"},
+		{key: "stream_replicas", n: &c.StreamReplicas, help: "JetStream replicas of the streams membus creates (1, 3 or 5; at most the cluster's size)", doc: "JetStream replicas of the streams membus creates, with an external NATS cluster (1, 3 or 5; at most the cluster's size)"},
 		{key: "redis_url", str: &c.RedisURL, help: "Redis URL, e.g. redis://:pw@host:6379/0 (empty: in-process cache)", doc: "Redis: hot session cache, dedup keys, distributed locks; else SQL only and in-process locks"},
 		{key: "mysql_dsn", str: &c.MySQLDSN, help: "MySQL DSN, e.g. user:pw@tcp(host:3306)/db?parseTime=true (empty: SQLite)", doc: "MySQL/MariaDB (go-sql-driver DSN); else SQLite in the data dir"},
 		{key: "qdrant_url", str: &c.QdrantURL, help: "Qdrant URL (empty: local vector store)", doc: "Qdrant's gRPC endpoint (`http://host:6334`), the index every replica shares, instead of a local index per process (CI runs the adapter against a faithful fake; `MEMBUS_TEST_QDRANT_URL` runs the same suite against a real Qdrant, see `pkg/vector/qdrant`)"},

@@ -159,6 +159,9 @@ func (c Config) Validate() error {
 	if c.RateBurst < 1 {
 		bad("rate_burst", "must be at least 1, got %d", c.RateBurst)
 	}
+	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
+		bad("stream_replicas", "must be between 1 and 5, got %d", c.StreamReplicas)
+	}
 	if c.KeepRecent < 0 || c.KeepRecent > 200 {
 		bad("keep_recent", "must be between 0 and 200 (the hot cache holds 200), got %d", c.KeepRecent)
 	}

@@ -59,10 +59,7 @@ func NewFollower(js jetstream.JetStream, names bus.Names, d Deps, local *vector.
 // from SQL, so no event published meanwhile is missed (an interest stream keeps only what a
 // consumer wants).
 func (f *Follower) Run(ctx context.Context) error {
-	cons, err := f.js.OrderedConsumer(ctx, f.names.Stream(bus.StreamEvents), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{f.names.EventFilter("*")},
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
-	})
+	cons, err := f.consumer(ctx)
 	if err != nil {
 		return fmt.Errorf("follow events: %w", err)
 	}
@@ -89,6 +86,11 @@ func (f *Follower) Run(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				return nil
+			}
+			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+				// Only the replicated stream's consumer can go (the ordered one is recreated by
+				// the client): stop, so the process restarts and rebuilds rather than serve stale.
+				return fmt.Errorf("follow events: %w", err)
 			}
 			f.log.Warn("event follower: next event", "err", err)
 			continue
@@ -120,6 +122,26 @@ func (f *Follower) Run(ctx context.Context) error {
 		f.wake = make(chan struct{})
 		f.mu.Unlock()
 	}
+}
+
+// consumer creates the follower's consumer of the event stream, delivering only new events.
+// On an unreplicated stream it is an ordered consumer (R1, in memory, recreated by the client
+// after a gap). A replicated interest stream (deploy/ runs R3) refuses a consumer whose replicas
+// differ from the stream's, so there it is an ephemeral consumer that inherits the stream's
+// replicas (and so survives the loss of a NATS node), without acks, removed by the server
+// once it has had no client for ten minutes.
+func (f *Follower) consumer(ctx context.Context) (jetstream.Consumer, error) {
+	name := f.names.Stream(bus.StreamEvents)
+	filter := []string{f.names.EventFilter("*")}
+	s, err := f.js.Stream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if s.CachedInfo().Config.Replicas <= 1 {
+		return f.js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{FilterSubjects: filter, DeliverPolicy: jetstream.DeliverNewPolicy})
+	}
+	return s.CreateConsumer(ctx, jetstream.ConsumerConfig{FilterSubjects: filter, DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: 10 * time.Minute})
 }
 
 // apply makes the index agree with SQL about what one event names.

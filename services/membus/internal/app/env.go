@@ -132,7 +132,11 @@ func (e *Env) openBus(ctx context.Context) error {
 	e.JS = js
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := bus.EnsureStreams(sctx, js, e.Names, bus.DefaultStreamLimits()); err != nil {
+	lim := bus.DefaultStreamLimits()
+	if !cfg.Embedded() { // the embedded server is a single node
+		lim.Replicas = cfg.StreamReplicas
+	}
+	if err := bus.EnsureStreams(sctx, js, e.Names, lim); err != nil {
 		return fmt.Errorf("ensure streams: %w", err)
 	}
 	return nil

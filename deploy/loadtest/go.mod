@@ -1,0 +1,22 @@
+module github.com/membus/membus/deploy/loadtest
+
+go 1.26.8
+
+require (
+	github.com/go-sql-driver/mysql v1.10.1
+	github.com/membus/membus/pkg v0.0.0
+	github.com/nats-io/nats.go v1.55.0
+)
+
+require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/nats-io/nkeys v0.4.16 // indirect
+	github.com/nats-io/nuid v1.0.1 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
+
+replace github.com/membus/membus/pkg => ../../pkg
+
+replace github.com/membus/membus/schemas => ../../schemas
