@@ -44,7 +44,7 @@ func chromiumPath(t *testing.T) string {
 
 // browser starts headless chromium as CI runs it (root, no network but loopback) and returns a
 // context for its first tab.
-func browser(t *testing.T, ctx context.Context) context.Context {
+func browser(ctx context.Context, t *testing.T) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
@@ -105,7 +105,7 @@ const readPanels = `(() => {
 })()`
 
 // waitPanels polls the page until ok accepts what it shows.
-func waitPanels(t *testing.T, tab context.Context, what string, ok func(panels) bool) panels {
+func waitPanels(tab context.Context, t *testing.T, what string, ok func(panels) bool) panels {
 	t.Helper()
 	deadline := time.Now().Add(45 * time.Second)
 	var p panels
@@ -199,12 +199,12 @@ func TestDashboardInABrowser(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	tab := browser(t, ctx)
+	tab := browser(ctx, t)
 	if err := chromedp.Do(tab, chromedp.Navigate(base+"/dashboard?interval_ms=500#key="+acmeAdmin.key)); err != nil {
 		t.Fatal(err)
 	}
 
-	first := waitPanels(t, tab, "every panel filled for acme", func(p panels) bool {
+	first := waitPanels(tab, t, "every panel filled for acme", func(p panels) bool {
 		return p.Visible && strings.Contains(p.Status, "live") &&
 			p.InstRows >= 5 && // gateway, ingest, extract, recall, summarizer
 			strings.Contains(p.Lag, "ingest · turns") && regexp.MustCompile(`observer · events\s*[1-9]`).MatchString(p.Lag) &&
@@ -228,7 +228,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	commit(acme, "acme-helper", "a-2")
 	turn(globex, "globex-secret-agent", "g-2", "globex load the acme admin must not count")
-	later := waitPanels(t, tab, "the new turns and the commit counted", func(p panels) bool {
+	later := waitPanels(tab, t, "the new turns and the commit counted", func(p panels) bool {
 		return number(p.Turns) >= turnsBefore+6 && number(p.Commits) >= 1 && number(p.Archives) >= 1 && p.LivePaths >= 2 &&
 			p.Latency != first.Latency // the next snapshots (every 5 s) carry the new recalls
 	})
@@ -282,7 +282,7 @@ func TestDashboardInABrowser(t *testing.T) {
 			}
 		}
 	}()
-	waitPanels(t, tab, "turns per second under load", func(p panels) bool { return p.TurnRate != "0.0" && p.TurnRate != "0" })
+	waitPanels(tab, t, "turns per second under load", func(p panels) bool { return p.TurnRate != "0.0" && p.TurnRate != "0" })
 	shot("dashboard-desktop.png")
 	shot("dashboard-phone.png", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
 	close(stopLoad)
@@ -294,7 +294,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	if err := chromedp.Do(userTab, chromedp.Navigate(base+"/dashboard#key="+acme.key)); err != nil {
 		t.Fatal(err)
 	}
-	refused := waitPanels(t, userTab, "the user key refused", func(p panels) bool { return strings.Contains(p.Status, "refused") })
+	refused := waitPanels(userTab, t, "the user key refused", func(p panels) bool { return strings.Contains(p.Status, "refused") })
 	if refused.Visible || !strings.Contains(refused.Error, "403") || strings.Contains(refused.Body, "acme-helper") {
 		t.Errorf("user key: panels visible %v, error %q", refused.Visible, refused.Error)
 	}
@@ -305,7 +305,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	if err := chromedp.Do(opTab, chromedp.Navigate(base+"/dashboard?interval_ms=500#key="+operator.key)); err != nil {
 		t.Fatal(err)
 	}
-	op := waitPanels(t, opTab, "both accounts for the operator", func(p panels) bool {
+	op := waitPanels(opTab, t, "both accounts for the operator", func(p panels) bool {
 		return strings.Contains(p.Agents, "globex-secret-agent") && strings.Contains(p.Agents, "acme-helper") && strings.Contains(p.DLQ, "3turns")
 	})
 	if !strings.Contains(op.Scope, "all accounts") {
