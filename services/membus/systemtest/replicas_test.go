@@ -20,6 +20,7 @@ import (
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/testenv"
 	"github.com/membus/membus/services/membus/internal/app"
 )
 
@@ -187,6 +188,19 @@ func TestThreeIngestReplicas(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+
+	// The counters below move after a batch's SQL commit (the Redis cache is updated first):
+	// wait until the replicas acked every turn, which they do after counting.
+	testenv.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		info, err := pub.JS.Consumer(ctx, pub.Names.Stream(bus.StreamTurns), pub.Names.Consumer("ingest"))
+		if err != nil {
+			return err
+		}
+		if ci := info.CachedInfo(); ci.NumPending > 0 || ci.NumAckPending > 0 {
+			return fmt.Errorf("ingest consumer: %d pending, %d awaiting ack", ci.NumPending, ci.NumAckPending)
+		}
+		return nil
+	})
 
 	// Every message exactly once, seq gap-free per session.
 	var rows, distinct int
