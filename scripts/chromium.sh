@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Debian's chromium when it is missing: the dashboard's browser test drives it
-# headless through chromedp (services/membus dashboard_browser_test.go). Idempotent; prints
+# headless through chromedp (services/membus/systemtest/dashboard_browser_test.go). Idempotent; prints
 # MEMBUS_CHROMIUM=<path> for eval, like scripts/services.sh.
 set -euo pipefail
 bin=""

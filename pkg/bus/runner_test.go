@@ -85,6 +85,13 @@ func (o *outcomes) get(s string) int {
 }
 func newOutcomes() *outcomes { return &outcomes{n: map[string]int{}} }
 
+// String is a copy of the counts, taken under the lock (the runner may still be counting).
+func (o *outcomes) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return fmt.Sprint(o.n)
+}
+
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func fastBackoff(int) time.Duration { return 20 * time.Millisecond }
@@ -224,8 +231,13 @@ func TestRunnerDeadLettersInvalidPayloadsAndKeepsGoing(t *testing.T) {
 			if kind != StreamEvents {
 				eventually(t, 5*time.Second, "work queue emptied", func() bool { return streamMsgs(t, b, kind) == 0 })
 			}
-			if out.get(OutcomeDLQ) != wantDLQ || out.get(OutcomeAck) != 3 || out.get(OutcomeRetry) != 0 {
-				t.Errorf("outcomes = %v", out.n)
+			// A message's outcome is counted once its ack is confirmed, after the handler stored
+			// it: wait for the counts rather than read them the moment the store is full.
+			eventually(t, 5*time.Second, "outcomes counted", func() bool {
+				return out.get(OutcomeDLQ) == wantDLQ && out.get(OutcomeAck) == 3
+			})
+			if out.get(OutcomeRetry) != 0 {
+				t.Errorf("outcomes = %v", out)
 			}
 		})
 	}
@@ -269,7 +281,7 @@ func TestRunnerOutageDeadLettersNothingAndLosesNothing(t *testing.T) {
 		t.Errorf("%d messages dead-lettered during an outage: %+v", len(dls), dls[0].DLQEnvelope)
 	}
 	if out.get(OutcomeRetry) != 0 || out.get(OutcomeDLQ) != 0 || out.get(OutcomeOutage) == 0 {
-		t.Errorf("outcomes = %v; want outages, no retries, no dead letters", out.n)
+		t.Errorf("outcomes = %v; want outages, no retries, no dead letters", out)
 	}
 }
 
@@ -356,7 +368,7 @@ func TestRunnerBusyDelaysOnlyItsOwnMessage(t *testing.T) {
 		t.Errorf("busy message dead-lettered (busy must not count, MaxFailures=1)")
 	}
 	if out.get(OutcomeRetry) != 0 || out.get(OutcomeBusy) < 2 {
-		t.Errorf("outcomes = %v", out.n)
+		t.Errorf("outcomes = %v", out)
 	}
 }
 
