@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/services/membus/internal/app"
 	"github.com/membus/membus/services/membus/internal/cli"
@@ -35,20 +37,11 @@ func tailSubcommand(what, short string, format func(*nats.Msg) string) *cobra.Co
 		if err != nil {
 			return cli.Usagef("%v", err)
 		}
-		ctx, stop := app.SignalContext()
-		defer stop()
-		if *dur > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, *dur)
-			defer cancel()
-		}
-		dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-		nc, _, names, err := app.Dial(dctx, cfg, "membus-tail")
-		dcancel()
+		ctx, nc, names, done, err := watch(cfg, *dur, "membus-tail")
 		if err != nil {
 			return err
 		}
-		defer nc.Close()
+		defer done()
 		lines := make(chan string, 256)
 		subject := names.Prefix + "." + what + ".>"
 		sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
@@ -107,4 +100,24 @@ func formatEvent(m *nats.Msg) string {
 		}
 	}
 	return line
+}
+
+// watch is the start of the commands that watch a running membus (tail, top): a context that
+// Ctrl-C (SIGINT), SIGTERM or --for ends, and a NATS connection made as every command makes it
+// (app.Dial). done closes the connection and releases the context.
+func watch(cfg config.Config, dur time.Duration, name string) (context.Context, *nats.Conn, bus.Names, func(), error) {
+	ctx, stop := app.SignalContext()
+	cancel := context.CancelFunc(func() {})
+	if dur > 0 {
+		ctx, cancel = context.WithTimeout(ctx, dur)
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	nc, _, names, err := app.Dial(dctx, cfg, name)
+	dcancel()
+	if err != nil {
+		cancel()
+		stop()
+		return nil, nil, bus.Names{}, nil, err
+	}
+	return ctx, nc, names, func() { nc.Close(); cancel(); stop() }, nil
 }

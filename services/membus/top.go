@@ -17,7 +17,6 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/metrics"
-	"github.com/membus/membus/services/membus/internal/app"
 	"github.com/membus/membus/services/membus/internal/cli"
 )
 
@@ -48,20 +47,11 @@ func topCommand() *cobra.Command {
 		if *every < 100*time.Millisecond {
 			return cli.Usagef("--interval must be at least 100ms")
 		}
-		ctx, stop := app.SignalContext()
-		defer stop()
-		if *dur > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, *dur)
-			defer cancel()
-		}
-		dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-		nc, _, names, err := app.Dial(dctx, cfg, "membus-top")
-		dcancel()
+		ctx, nc, names, done, err := watch(cfg, *dur, "membus-top")
 		if err != nil {
 			return err
 		}
-		defer nc.Close()
+		defer done()
 		return runTop(ctx, nc, names, cmd.OutOrStdout(), *every, *once, *plain)
 	}
 	return cmd

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/pkg/testenv"
 	"github.com/membus/membus/services/extract"
 	"github.com/membus/membus/services/gateway"
 	"github.com/membus/membus/services/ingest"
@@ -85,7 +86,10 @@ func TestProbesByName(t *testing.T) {
 // ONNX Runtime and Qdrant only through this composition root, never by importing them.
 func TestServicesImportNoConcreteRuntime(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
+		if testenv.InCI() {
+			t.Fatal("no go command on PATH: CI must run this check")
+		}
+		t.Skip("no go command on PATH")
 	}
 	forbidden := []string{"github.com/nats-io/nats-server/v2/server", "github.com/yalue/onnxruntime_go", "github.com/qdrant/go-client/qdrant"}
 	for _, s := range Services {
