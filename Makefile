@@ -6,7 +6,7 @@ MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 TEST_FLAGS ?= -race -count=1 -timeout 15m
 RUN_ARGS ?=
 
-.PHONY: build run test fuzz bench lint fmt clean services model plugin modules deploy-test
+.PHONY: build run test fuzz bench lint fmt clean services model plugin modules deploy-test deploy-images deploy-env
 
 # One binary: `membus up` runs everything, `membus <service>` one service. -trimpath and a
 # stripped symbol table (-s -w) keep it small; the version and commit come from the build info.
@@ -71,6 +71,14 @@ services:
 # under load with faults, checked and torn down; installs Docker when missing. docs/distributed.md.
 deploy-test:
 	bash scripts/deploy-test.sh
+
+# What deploy/docker-compose.offline.yml needs where no image registry answers (scripts/deploy-images.sh).
+deploy-images:
+	bash scripts/deploy-images.sh
+
+# deploy/.env with fresh secrets (scripts/deploy-env.sh).
+deploy-env:
+	bash scripts/deploy-env.sh
 
 clean:
 	rm -rf $(BIN)

@@ -3,7 +3,8 @@
 #
 # 1. Installs what is missing (Debian's docker.io, docker-compose v1, debootstrap) and starts a
 #    plain dockerd of its own (data under $STATE) when no Docker daemon answers.
-# 2. Builds the offline images (deploy/docker-compose.offline.yml: no registry needed) and
+# 2. Builds the offline images (scripts/deploy-images.sh, then deploy/docker-compose.offline.yml:
+#    no registry needed) and
 #    brings the stack up: 3 NATS nodes (streams R3), MariaDB, Redis, gateway, summarizer,
 #    3 ingest, 2 extract and 2 recall replicas (no Qdrant: each recall replica keeps a local
 #    index, current from SQL and MEMBUS_EVENTS).
@@ -114,27 +115,7 @@ export COMPOSE_PROJECT_NAME=$PROJECT COMPOSE_HTTP_TIMEOUT=300
 dc() { docker-compose -f "$ROOT/deploy/docker-compose.yml" -f "$ROOT/deploy/docker-compose.offline.yml" "$@"; }
 
 # --- 3. images -----------------------------------------------------------------------------
-if ! "$DOCKER" image inspect membus/debian:bookworm >/dev/null 2>&1; then
-  mirror=$(grep -rhoE '^(deb +|URIs: *)https?://[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null \
-    | grep -m1 -i debian | sed -E 's/^(deb +|URIs: *)//' || true)
-  mirror=${mirror:-http://deb.debian.org/debian}
-  if [ ! -x "$STATE/rootfs/usr/bin/apt-get" ]; then
-    log "debootstrap bookworm from $mirror"
-    $SUDO rm -rf "$STATE/rootfs"
-    $SUDO debootstrap --variant=minbase bookworm "$STATE/rootfs" "$mirror" >"$STATE/debootstrap.log" 2>&1 \
-      || { tail -20 "$STATE/debootstrap.log" >&2; die "debootstrap failed"; }
-  fi
-  log "importing membus/debian:bookworm"
-  $SUDO tar -C "$STATE/rootfs" -c . | "$DOCKER" import - membus/debian:bookworm >/dev/null
-fi
-BUILD=$ROOT/deploy/offline/.build
-mkdir -p "$BUILD"
-log "building membus, nats-server and loadtest on the host"
-make -s build >/dev/null
-cp bin/membus "$BUILD/membus"
-[ -x "$BUILD/nats-server" ] || CGO_ENABLED=0 GOBIN=$BUILD GOFLAGS=-trimpath go install -ldflags '-s -w' github.com/nats-io/nats-server/v2@v2.15.2
-(cd deploy/loadtest && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$BUILD/loadtest" .)
-printf 'FROM scratch\nCOPY .build/loadtest /loadtest\nENTRYPOINT ["/loadtest"]\n' >"$BUILD/loadtest.Dockerfile"
+DEPLOY_STATE=$STATE bash scripts/deploy-images.sh --loadtest || die "deploy-images failed"
 
 # Secrets: fresh for every run, by environment.
 rand() { head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9'; }
@@ -143,26 +124,13 @@ export MEMBUS_QDRANT_URL= MEMBUS_GATEWAY_PORT=$GW_PORT MEMBUS_NATS_PORT_1=14222 
 export MEMBUS_COMMIT_TOKEN_THRESHOLD=2000
 log "building images"
 dc build -q >"$STATE/build.log" 2>&1 || { tail -30 "$STATE/build.log" >&2; die "image build failed"; }
-(cd deploy/offline && "$DOCKER" build -q -t membus/loadtest -f .build/loadtest.Dockerfile . >/dev/null)
 T_IMAGES=$(($(date +%s) - T0))
 
 # --- 4. the stack --------------------------------------------------------------------------
 log "up: 3 nats, mariadb, redis, gateway, summarizer, ingest×3, extract×2, recall×2"
 dc up -d --no-build --scale ingest=3 --scale extract=2 --scale recall=2 >"$STATE/up.log" 2>&1 \
   || { tail -30 "$STATE/up.log" >&2; die "compose up failed"; }
-wait_healthy() {
-  local deadline=$(($(date +%s) + ${1:-180})) st
-  while :; do
-    st=$("$DOCKER" ps -a --filter "label=com.docker.compose.project=$PROJECT" --format '{{.Names}} {{.Status}}')
-    if ! grep -qv '(healthy)' <<<"$st"; then return 0; fi
-    if [ "$(date +%s)" -gt "$deadline" ]; then
-      echo "$st" >&2
-      for c in $(grep -v '(healthy)' <<<"$st" | awk '{print $1}'); do echo "== $c" >&2; "$DOCKER" logs --tail 15 "$c" >&2 2>&1; done
-      die "not healthy within ${1:-180}s"
-    fi
-    sleep 2
-  done
-}
+wait_healthy() { bash "$ROOT/scripts/deploy-wait.sh" "${1:-180}" 2>"$STATE/wait.log" || { cat "$STATE/wait.log" >&2; die "not healthy within ${1:-180}s"; }; }
 wait_healthy 240
 T_UP=$(($(date +%s) - T0))
 log "all $("$DOCKER" ps -q --filter "label=com.docker.compose.project=$PROJECT" | wc -l) containers healthy"
