@@ -6,7 +6,7 @@ MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 TEST_FLAGS ?= -race -count=1 -timeout 15m
 RUN_ARGS ?=
 
-.PHONY: build run test fuzz bench lint fmt clean services model plugin modules deploy-test deploy-images deploy-env
+.PHONY: build run test fuzz bench lint fmt clean services model plugin modules deploy-test deploy-images deploy-env scale-bare
 
 # One binary: `membus up` runs everything, `membus <service>` one service. -trimpath and a
 # stripped symbol table (-s -w) keep it small; the version and commit come from the build info.
@@ -75,6 +75,10 @@ deploy-test:
 # What deploy/docker-compose.offline.yml needs where no image registry answers (scripts/deploy-images.sh).
 deploy-images:
 	bash scripts/deploy-images.sh
+
+# Ingest msg/s with 1, 2 and 3 replicas as bare processes on a 3-node loopback NATS cluster.
+scale-bare:
+	bash scripts/scale-bare.sh
 
 # deploy/.env with fresh secrets (scripts/deploy-env.sh).
 deploy-env:
