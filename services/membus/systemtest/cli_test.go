@@ -39,7 +39,7 @@ func TestUpStartup(t *testing.T) {
 	if code, body := httpGet(t, "http://"+p.httpAddr+"/healthz", ""); code != http.StatusOK {
 		t.Errorf("GET /healthz = %d %s", code, body)
 	}
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // the scenario: an idle server for 2 s, then its resident memory
 	t.Logf("membus up: ready line %s after exec (process reports %s); idle RSS after 2 s: %s",
 		wall.Round(time.Millisecond), reported, vmRSS(t, p.cmd.Process.Pid))
 	p.stop()

@@ -53,23 +53,18 @@ func startDistDeps(t *testing.T) distDeps {
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
+	testenv.Eventually(t, 15*time.Second, 50*time.Millisecond, func() error {
 		select {
 		case <-exited:
 			t.Fatalf("nats-server exited: %s", out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nats-server did not listen on %s: %s", addr, out.String())
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return fmt.Errorf("nats-server does not listen on %s: %w: %s", addr, err, out.String())
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return c.Close()
+	})
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return distDeps{natsURL: "nats://" + addr, dsn: dsn, redisURL: redisURL, prefix: "mbd" + hex.EncodeToString(b)}
