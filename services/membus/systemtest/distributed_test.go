@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os/exec"
@@ -42,8 +41,8 @@ func startDistDeps(t *testing.T) distDeps {
 	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(bin, "-js", "-sd", t.TempDir(), "-a", "127.0.0.1", "-p", port)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &syncBuffer{} // written by exec's copying goroutine while the wait below reads it
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}
@@ -75,47 +74,16 @@ func startDistDeps(t *testing.T) distDeps {
 func startReplica(t *testing.T, d distDeps, instance string) (*app.Env, string) {
 	t.Helper()
 	cfg := config.Defaults()
-	cfg.DataDir = t.TempDir()
 	cfg.NATSURL = d.natsURL
 	cfg.MySQLDSN = d.dsn
 	cfg.RedisURL = d.redisURL
 	cfg.SubjectPrefix = d.prefix
-	cfg.HTTPAddr = freeAddr(t)
 	cfg.InstanceID = instance
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	env, err := app.Open(ctx, cfg, logger)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
+	env, base := startSystem(t, t.TempDir(), cfg)
 	if env.Server != nil || env.Store.Dialect() != store.MySQL || env.Redis == nil {
-		cancel()
-		env.Close()
 		t.Fatalf("replica %s is not distributed: embedded NATS %v, SQL %s, Redis %v", instance, env.Server != nil, env.Store.Dialect(), env.Redis != nil)
 	}
-	services, err := app.BuildAll(env)
-	if err != nil {
-		cancel()
-		env.Close()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- env.RunAll(ctx, services...) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("replica %s RunAll: %v", instance, err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("replica %s did not drain within 30 s", instance)
-		}
-		env.Close()
-	})
-	waitHTTP(t, "http://"+cfg.HTTPAddr+"/healthz")
-	return env, "http://" + cfg.HTTPAddr
+	return env, base
 }
 
 // TestDistributedWalkingSkeleton: the walking skeleton with every part real and separate — a

@@ -19,42 +19,35 @@ import (
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/testenv"
 	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/harness"
 )
 
-// startEmbedded runs the whole system in-process, as `membus up` does, on free ports.
+// startEmbedded runs every service with the embedded servers on dataDir (a test that restarts
+// passes the same dir again) and returns the environment and the HTTP base URL.
 func startEmbedded(t *testing.T, dataDir string) (*app.Env, string) {
 	t.Helper()
 	cfg := config.Defaults()
-	cfg.DataDir = dataDir
-	cfg.NATSListen = "127.0.0.1:0"
-	cfg.HTTPAddr = freeAddr(t)
 	cfg.NATSSync = "interval" // tests need speed, not power-loss durability
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	env, err := app.Open(ctx, cfg, logger)
+	return startSystem(t, dataDir, cfg)
+}
+
+// startSystem runs every service on cfg through the harness, as `membus up` does (free ports,
+// logs discarded), stops it when the test ends and returns the environment and the HTTP base
+// URL once /healthz answers.
+func startSystem(t *testing.T, dataDir string, cfg config.Config) (*app.Env, string) {
+	t.Helper()
+	env, stop, _, err := harness.StartIn(context.Background(), dataDir, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	services, err := app.BuildAll(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- env.RunAll(ctx, services...) }()
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("RunAll: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("services did not drain within 30 s")
+		if err := stop(); err != nil {
+			t.Errorf("services: %v", err)
 		}
-		env.Close()
 	})
-	waitHTTP(t, "http://"+cfg.HTTPAddr+"/healthz")
-	return env, "http://" + cfg.HTTPAddr
+	base := "http://" + env.Config.HTTPAddr
+	waitHTTP(t, base+"/healthz")
+	return env, base
 }
 
 func freeAddr(t *testing.T) string {
