@@ -95,27 +95,8 @@ func TestDistributedWalkingSkeleton(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	ev := turnEvent("acme", "u1", "s-1",
-		"I live in Boston and I have a dog named Max.",
-		"Nice! Boston is a great city.",
-		"I really love black coffee in the morning.")
-	if _, err := bus.PublishJSON(ctx, env.JS, env.Names.Turns("acme", "s-1"), ev.EventID, ev); err != nil {
-		t.Fatal(err)
-	}
-	var res contract.CommitResult
-	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "commit"), contract.CommitRPCRequest{V: 1, RequestID: "r1", UserID: "u1", SessionID: "s-1", Kind: "sync", Wait: true}, &res); err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != contract.StatusCompleted || res.ArchiveID == "" || res.Memories["profile"] == 0 {
-		t.Fatalf("commit result = %+v, want completed with profile memories", res)
-	}
-	var rec contract.RecallResponse
-	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "recall"), contract.RecallRequest{V: 1, UserID: "u1", Query: "Where does Caroline live?"}, &rec); err != nil {
-		t.Fatal(err)
-	}
-	if len(rec.Items) == 0 || !strings.Contains(rec.Items[0].Text, "Boston") || len(rec.Items[0].Sources) == 0 || rec.Items[0].Sources[0] != "s-1-m0" {
-		t.Fatalf("recall items = %+v, want the Boston memory first with source s-1-m0", rec.Items)
-	}
+	commitBoston(ctx, t, env)
+	recallBoston(ctx, t, env)
 
 	key, _, err := env.Store.CreateKey(ctx, "acme", "u1", store.RoleUser, "test")
 	if err != nil {

@@ -50,6 +50,41 @@ func startSystem(t *testing.T, dataDir string, cfg config.Config) (*app.Env, str
 	return env, base
 }
 
+// commitBoston publishes the walking skeleton's turn (acme, u1, session s-1) and commits it
+// synchronously over the RPC; the commit must complete with profile memories.
+func commitBoston(ctx context.Context, t *testing.T, env *app.Env) contract.CommitResult {
+	t.Helper()
+	ev := turnEvent("acme", "u1", "s-1",
+		"I live in Boston and I have a dog named Max.",
+		"Nice! Boston is a great city.",
+		"I really love black coffee in the morning.")
+	if _, err := bus.PublishJSON(ctx, env.JS, env.Names.Turns("acme", "s-1"), ev.EventID, ev); err != nil {
+		t.Fatal(err)
+	}
+	var res contract.CommitResult
+	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "commit"), contract.CommitRPCRequest{V: 1, RequestID: "r1", UserID: "u1", SessionID: "s-1", Kind: "sync", Wait: true}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != contract.StatusCompleted || res.ArchiveID == "" || res.Memories["profile"] == 0 {
+		t.Fatalf("commit result = %+v, want completed with profile memories", res)
+	}
+	return res
+}
+
+// recallBoston asks recall over the RPC where u1 lives: the Boston memory comes first, with its
+// source message.
+func recallBoston(ctx context.Context, t *testing.T, env *app.Env) contract.RecallResponse {
+	t.Helper()
+	var rec contract.RecallResponse
+	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "recall"), contract.RecallRequest{V: 1, UserID: "u1", Query: "Where does Caroline live?"}, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Items) == 0 || !strings.Contains(rec.Items[0].Text, "Boston") || len(rec.Items[0].Sources) == 0 || rec.Items[0].Sources[0] != "s-1-m0" {
+		t.Fatalf("recall items = %+v, want the Boston memory first with source s-1-m0", rec.Items)
+	}
+	return rec
+}
+
 func freeAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -99,19 +134,9 @@ func TestWalkingSkeleton(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	ev := turnEvent("acme", "u1", "s-1",
-		"I live in Boston and I have a dog named Max.",
-		"Nice! Boston is a great city.",
-		"I really love black coffee in the morning.")
-	if _, err := bus.PublishJSON(ctx, env.JS, env.Names.Turns("acme", "s-1"), ev.EventID, ev); err != nil {
-		t.Fatal(err)
-	}
-	var res contract.CommitResult
-	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "commit"), contract.CommitRPCRequest{V: 1, RequestID: "r1", UserID: "u1", SessionID: "s-1", Kind: "sync", Wait: true}, &res); err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != contract.StatusCompleted || res.ArchiveID == "" || res.Memories["profile"] == 0 || res.Memories["preference"] == 0 {
-		t.Fatalf("commit result = %+v, want completed with profile and preference memories", res)
+	res := commitBoston(ctx, t, env)
+	if res.Memories["preference"] == 0 {
+		t.Fatalf("commit result = %+v, want preference memories too", res)
 	}
 	// A repeated request id gets the stored result.
 	var again contract.CommitResult
@@ -122,13 +147,7 @@ func TestWalkingSkeleton(t *testing.T) {
 		t.Fatalf("repeated commit answered %+v, want the stored result %+v", again, res)
 	}
 
-	var rec contract.RecallResponse
-	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "recall"), contract.RecallRequest{V: 1, UserID: "u1", Query: "Where does Caroline live?"}, &rec); err != nil {
-		t.Fatal(err)
-	}
-	if len(rec.Items) == 0 || !strings.Contains(rec.Items[0].Text, "Boston") || len(rec.Items[0].Sources) == 0 || rec.Items[0].Sources[0] != "s-1-m0" {
-		t.Fatalf("recall items = %+v, want the Boston memory first with source s-1-m0", rec.Items)
-	}
+	rec := recallBoston(ctx, t, env)
 	if !strings.Contains(rec.Block, "<relevant-memories>") {
 		t.Fatalf("block = %q", rec.Block)
 	}
