@@ -44,7 +44,7 @@ func benchE2ECmd() *cobra.Command {
 	timeout := fs.Duration("timeout", 60*time.Second, "longest one turn may take to become recallable")
 	asJSON := fs.Bool("json", false, "print docs/design.md §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
-	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server, MEMBUS_QDRANT_URL or the local index)")
+	backend := fs.String("backend", "embedded", harness.BackendUsage)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return cli.Exit(func() int {

@@ -43,7 +43,7 @@ type ingestParams struct {
 func benchIngestCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "ingest", Short: "ingest throughput and latency against the raw JetStream floor", Args: cli.NoArgs}
 	fs := cmd.Flags()
-	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server, MEMBUS_QDRANT_URL or the local index)")
+	backend := fs.String("backend", "embedded", harness.BackendUsage)
 	syncMode := fs.String("sync", "both", "JetStream durability: always, interval or both (with MEMBUS_NATS_URL: the server's setting, always or interval)")
 	events := fs.Int("events", 4000, "turn events of the throughput phase (published pipelined; size = events × messages)")
 	sessions := fs.Int("sessions", 50, "sessions the events are spread over")

@@ -10,6 +10,9 @@ import (
 // What the flags of the benches and the eval share: the values of --sync, --progress and
 // --cpuprofile read once here, so each command says only what is its own.
 
+// BackendUsage is the help of --backend for a run of the whole system (BackendFlag reads it).
+const BackendUsage = "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server, MEMBUS_QDRANT_URL or the local index)"
+
 // SyncModes reads --sync: "always" or "interval" is one run, "both" is a run of each.
 func SyncModes(flag string) ([]string, error) {
 	switch flag {
