@@ -76,6 +76,10 @@ func (e *busyError) Error() string {
 }
 func (e *busyError) Unwrap() error { return e.err }
 
+// DefaultBusyRetry is how long a service waits before it retries a message whose session lock
+// another holder has (the retryAfter of Busy in extract and the summarizer).
+const DefaultBusyRetry = 2 * time.Second
+
 // Busy marks err as a held lock: the runner retries this message after retryAfter
 // (NakWithDelay) without counting a failure, and keeps working on others. Busy(nil, d) is nil.
 func Busy(err error, retryAfter time.Duration) error {

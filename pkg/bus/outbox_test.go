@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/membus/membus/pkg/testenv"
 )
 
 // memOutbox is an in-memory OutboxStore honouring the SKIP LOCKED contract: a claimed row is
@@ -19,6 +22,7 @@ type memOutbox struct {
 	mu      sync.Mutex
 	rows    []*memRow
 	fnCalls map[string]int
+	claims  int // Claim calls: the relay's drains
 }
 
 type memRow struct {
@@ -41,6 +45,7 @@ func (s *memOutbox) insert(rows ...OutboxRow) {
 
 func (s *memOutbox) Claim(ctx context.Context, limit int, fn func(ctx context.Context, row OutboxRow) error) (int, error) {
 	s.mu.Lock()
+	s.claims++
 	var mine []*memRow
 	for _, r := range s.rows {
 		if len(mine) == limit {
@@ -164,8 +169,7 @@ func deliveries(t *testing.T, b testBus, want int) map[string]int {
 	}
 	got := map[string]int{}
 	total := 0
-	deadline := time.Now().Add(10 * time.Second)
-	for total < want && time.Now().Before(deadline) {
+	testenv.Eventually(t, 10*time.Second, time.Millisecond, func() error {
 		batch, err := cons.Fetch(want-total, jetstream.FetchMaxWait(500*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
@@ -175,7 +179,11 @@ func deliveries(t *testing.T, b testBus, want int) map[string]int {
 			total++
 			_ = m.Ack()
 		}
-	}
+		if total < want {
+			return fmt.Errorf("%d of %d commit requests published", total, want)
+		}
+		return nil
+	})
 	// Nothing beyond want.
 	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
@@ -294,7 +302,8 @@ func TestRelayKickPublishesWithoutWaitingForThePoll(t *testing.T) {
 	b := newTestBus(t)
 	store := newMemOutbox()
 	r := startRelay(t, b, store, RelayConfig{Interval: time.Hour})
-	time.Sleep(50 * time.Millisecond) // the first drain (empty) has run
+	// Rows inserted only after the first (empty) drain: only the kick can publish them now.
+	eventually(t, 5*time.Second, "the first drain", func() bool { store.mu.Lock(); defer store.mu.Unlock(); return store.claims > 0 })
 	store.insert(outboxRows(b.n, 3)...)
 	r.Kick()
 	eventually(t, 5*time.Second, "kicked rows sent", func() bool { sent, _, _ := store.state(); return sent == 3 })

@@ -36,7 +36,7 @@ type RunnerConfig struct {
 	FilterSubjects []string // default: the whole stream
 
 	Batch       int                             // messages per Fetch; default 64
-	MaxFailures int                             // own failures before dead-lettering; default 5
+	MaxFailures int                             // own failures before dead-lettering; default DefaultMaxFailures
 	AckWait     time.Duration                   // default 30s; InProgress every AckWait/3
 	Backoff     func(attempt int) time.Duration // retry and re-probe delay; default 1s doubling to 1m
 	Probes      []Probe
@@ -53,6 +53,10 @@ type RunnerConfig struct {
 	FailureTTL   time.Duration // how long a failure count is kept; default 24h
 	Replicas     int           // replicas of the failure-count bucket; default 1
 }
+
+// DefaultMaxFailures is how many failures of its own a message may have before it is
+// dead-lettered (docs/design.md §2); the services' configs start from it.
+const DefaultMaxFailures = 5
 
 // ErrRunnerConfig is returned (wrapped) by NewRunner for an invalid configuration.
 var ErrRunnerConfig = errors.New("invalid runner config")
@@ -80,7 +84,7 @@ func (cfg RunnerConfig) withDefaults(n Names) RunnerConfig {
 		cfg.Batch = 64
 	}
 	if cfg.MaxFailures <= 0 {
-		cfg.MaxFailures = 5
+		cfg.MaxFailures = DefaultMaxFailures
 	}
 	if cfg.AckWait <= 0 {
 		cfg.AckWait = 30 * time.Second

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/membus/membus/pkg/testenv"
 )
 
 // fakeStore is a store the handler writes to; it can be taken "down" (its probe fails and
@@ -379,7 +381,7 @@ func TestRunnerReplicasShareTheWorkOnce(t *testing.T) {
 	perReplica := [2]int{}
 	mk := func(replica int) Handler {
 		return func(ctx context.Context, m *Msg) error {
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the scenario: work that takes a while, so both replicas fetch
 			mu.Lock()
 			defer mu.Unlock()
 			handled[m.Header.Get("Nats-Msg-Id")]++
@@ -396,14 +398,19 @@ func TestRunnerReplicasShareTheWorkOnce(t *testing.T) {
 	}
 	eventually(t, 20*time.Second, "all handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(handled) == n })
 	eventually(t, 5*time.Second, "work queue emptied", func() bool { return streamMsgs(t, b, StreamTurns) == 0 })
-	time.Sleep(200 * time.Millisecond) // room for a wrong redelivery to show up
+	// A wrong redelivery would come within the fetch cycle; 200 ms is several of them.
+	testenv.Consistently(t, 200*time.Millisecond, 20*time.Millisecond, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		for id, c := range handled {
+			if c != 1 {
+				return fmt.Errorf("%s handled %d times", id, c)
+			}
+		}
+		return nil
+	})
 	mu.Lock()
 	defer mu.Unlock()
-	for id, c := range handled {
-		if c != 1 {
-			t.Errorf("%s handled %d times", id, c)
-		}
-	}
 	if perReplica[0] == 0 || perReplica[1] == 0 {
 		t.Errorf("work not shared: %v", perReplica)
 	}
@@ -423,10 +430,13 @@ func TestRunnerInProgressKeepsLongWorkFromRedelivery(t *testing.T) {
 	}
 	publish(t, b, b.n.Commits("acme", "s1"), "c1", []byte("x"))
 	eventually(t, 10*time.Second, "acked", func() bool { return out.get(OutcomeAck) == 1 })
-	time.Sleep(600 * time.Millisecond)
-	if got := calls.Load(); got != 1 {
-		t.Errorf("slow handler ran %d times; InProgress should keep the message from being redelivered", got)
-	}
+	// A redelivery would come after AckWait (500 ms).
+	testenv.Consistently(t, 600*time.Millisecond, 50*time.Millisecond, func() error {
+		if got := calls.Load(); got != 1 {
+			return fmt.Errorf("slow handler ran %d times; InProgress should keep the message from being redelivered", got)
+		}
+		return nil
+	})
 }
 
 func TestRunnerDrainFinishesTheInFlightBatch(t *testing.T) {
@@ -448,7 +458,7 @@ func TestRunnerDrainFinishesTheInFlightBatch(t *testing.T) {
 	<-started
 	stopped := make(chan struct{})
 	go func() { stop(); close(stopped) }()
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // the scenario: the drain begins while the handler still works
 	close(release)
 	<-stopped
 	if handled.Load() != 1 {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
 )
 
@@ -69,14 +70,15 @@ type Config struct {
 	sources map[string]string
 }
 
-// Defaults returns the defaults of docs/design.md §9.
+// Defaults returns the defaults of docs/design.md §9. A key that a service or an adapter reads
+// takes its default from the package that owns it (defaults.go, pkg/contract, pkg/bus).
 func Defaults() Config {
 	return Config{
 		DataDir:              "./data",
-		HTTPAddr:             "127.0.0.1:8080",
+		HTTPAddr:             DefaultHTTPAddr,
 		NATSListen:           "127.0.0.1:4222",
 		NATSSync:             "always",
-		SubjectPrefix:        "membus",
+		SubjectPrefix:        bus.DefaultPrefix,
 		QdrantCollection:     "membus_memories",
 		Embedder:             "auto",
 		InstanceID:           defaultInstanceID(),
@@ -85,10 +87,10 @@ func Defaults() Config {
 		LogFormat:            "auto",
 		CommitTokenThreshold: contract.DefaultCommitTokenThreshold,
 		KeepRecent:           contract.DefaultKeepRecent,
-		IdleCommit:           "30m",
-		RecallFusion:         "weighted",
-		RateLimit:            20,
-		RateBurst:            40,
+		IdleCommit:           formatDuration(DefaultIdleCommit),
+		RecallFusion:         contract.FusionWeighted,
+		RateLimit:            DefaultRateLimit,
+		RateBurst:            DefaultRateBurst,
 		StreamReplicas:       1,
 	}
 }
@@ -257,8 +259,8 @@ func parseIdleCommit(s string) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("not a duration like 30m or 90s: %q", s)
 	}
-	if d < 0 {
-		return 0, fmt.Errorf("must not be negative, got %s", s)
+	if err := CheckIdleCommit(d); err != nil {
+		return 0, err
 	}
 	return d, nil
 }

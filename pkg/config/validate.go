@@ -11,11 +11,13 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/contract"
 )
 
 var (
-	subjectPrefixRe = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
-	instanceIDRe    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	instanceIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	// qdrantCollectionRe: Qdrant accepts more, but a name that is also a safe path segment and
 	// shell word keeps operators out of trouble.
 	qdrantCollectionRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
@@ -93,8 +95,9 @@ func (c Config) Validate() error {
 			bad("qdrant_url", "%v", err)
 		}
 	}
-	if !subjectPrefixRe.MatchString(c.SubjectPrefix) {
-		bad("subject_prefix", "must be one subject token of [a-z0-9_-] (1-64 chars), got %q", c.SubjectPrefix)
+	// pkg/bus owns the rule (and maps an empty prefix to its default, which a set key must not be).
+	if _, err := bus.NewNames(c.SubjectPrefix); err != nil || c.SubjectPrefix == "" {
+		bad("subject_prefix", "must be one subject token of [a-z0-9_-] (1-32 chars), got %q", c.SubjectPrefix)
 	}
 	oneOf("embedder", c.Embedder, "auto", "hash", "openai", "onnx")
 	if c.EmbedBaseURL != "" {
@@ -126,11 +129,11 @@ func (c Config) Validate() error {
 	}
 	oneOf("log_level", strings.ToLower(c.LogLevel), "debug", "info", "warn", "error")
 	oneOf("log_format", c.LogFormat, "auto", "text", "json")
-	if c.InsecureNoAuth && !isLoopback(c.HTTPAddr) {
+	if c.InsecureNoAuth && !IsLoopback(c.HTTPAddr) {
 		bad("insecure_no_auth", "is allowed only when the HTTP address is loopback, and %s is %q", "MEMBUS_HTTP_ADDR", c.HTTPAddr)
 	}
-	if c.CommitTokenThreshold < 2000 || c.CommitTokenThreshold > 200000 {
-		bad("commit_token_threshold", "must be between 2000 and 200000, got %d", c.CommitTokenThreshold)
+	if err := contract.CheckCommitTokenThreshold(c.CommitTokenThreshold); err != nil {
+		bad("commit_token_threshold", "%v", err)
 	}
 	for _, pat := range SplitList(c.BypassSessionPatterns) {
 		if _, err := path.Match(pat, ""); err != nil {
@@ -146,24 +149,24 @@ func (c Config) Validate() error {
 		bad("agent_prefix", "must match [A-Za-z0-9_-]{1,32}, got %q", c.AgentPrefix)
 	}
 	for _, sc := range SplitList(c.RecallScopes) {
-		if sc != "user" && sc != "agent" && sc != "archive" {
+		if !contract.ValidScope(sc) {
 			bad("recall_scopes", "scopes are user, agent and archive, got %q", sc)
 		}
 	}
-	if c.RecallFusion != "weighted" && c.RecallFusion != "rrf" && c.RecallFusion != "dense" {
-		bad("recall_fusion", `must be "weighted", "rrf" or "dense" (evaluation only), got %q`, c.RecallFusion)
+	if !contract.ValidFusion(c.RecallFusion) {
+		bad("recall_fusion", "must be %q, %q or %q (evaluation only), got %q", contract.FusionWeighted, contract.FusionRRF, contract.FusionDense, c.RecallFusion)
 	}
-	if c.RateLimit <= 0 {
-		bad("rate_limit", "must be positive, got %d", c.RateLimit)
+	if err := CheckRateLimit(float64(c.RateLimit)); err != nil {
+		bad("rate_limit", "%v", err)
 	}
-	if c.RateBurst < 1 {
-		bad("rate_burst", "must be at least 1, got %d", c.RateBurst)
+	if err := CheckRateBurst(c.RateBurst); err != nil {
+		bad("rate_burst", "%v", err)
 	}
 	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
 		bad("stream_replicas", "must be between 1 and 5, got %d", c.StreamReplicas)
 	}
-	if c.KeepRecent < 0 || c.KeepRecent > 200 {
-		bad("keep_recent", "must be between 0 and 200 (the hot cache holds 200), got %d", c.KeepRecent)
+	if err := contract.CheckKeepRecent(c.KeepRecent); err != nil {
+		bad("keep_recent", "%v", err)
 	}
 	return errors.Join(errs...)
 }
@@ -193,17 +196,4 @@ func checkURL(raw string, schemes ...string) error {
 		}
 	}
 	return fmt.Errorf("URL scheme must be %s, got %q", strings.Join(schemes, ", "), redactURL(raw))
-}
-
-// isLoopback reports whether a host:port address listens on loopback only.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -56,6 +56,10 @@ type CommitResult struct {
 	TokensAfter  int            `json:"tokens_after"`
 }
 
+// DefaultCommitTimeout is how long a synchronous commit waits for its commit_completed event
+// when the request names no timeout_ms (extract's default; the gateway's for HTTP).
+const DefaultCommitTimeout = 60 * time.Second
+
 // CommitRPCRequest is the body of <p>.rpc.<account>.commit.
 type CommitRPCRequest struct {
 	V          int    `json:"v"`

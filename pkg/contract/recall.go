@@ -9,6 +9,21 @@ const (
 	ScopeArchive = "archive"
 )
 
+// ValidScope reports whether s is a recall scope (user, agent or archive).
+func ValidScope(s string) bool { return s == ScopeUser || s == ScopeAgent || s == ScopeArchive }
+
+// Score fusion methods of recall (MEMBUS_RECALL_FUSION).
+const (
+	FusionWeighted = "weighted" // 0.7 dense + 0.3 keyword (default)
+	FusionRRF      = "rrf"      // reciprocal rank fusion, k 60, scaled to [0,1]
+	// FusionDense scores by the dense cosine alone, without keyword score or boosts: not for
+	// serving, but to measure what the embedder contributes (membus eval locomo --fusion dense).
+	FusionDense = "dense"
+)
+
+// ValidFusion reports whether s is a fusion method.
+func ValidFusion(s string) bool { return s == FusionWeighted || s == FusionRRF || s == FusionDense }
+
 // Item kinds.
 const (
 	KindMemory  = "memory"

@@ -1,6 +1,9 @@
 package contract
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Roles a message may have.
 const (
@@ -27,7 +30,28 @@ const (
 	DefaultCommitTokenThreshold = 20000
 	// DefaultKeepRecent is how many newest messages an automatic commit leaves active.
 	DefaultKeepRecent = 10
+	// MaxKeepRecent is the schemas' keep_recent maximum: what the hot cache holds
+	// (session.HotMessages).
+	MaxKeepRecent = 200
 )
+
+// CheckCommitTokenThreshold is the rule of a configured commit token threshold, which a
+// TurnEvent's own threshold is clamped to instead. The configuration and ingest both apply it;
+// the error names no key, the caller does.
+func CheckCommitTokenThreshold(n int) error {
+	if n < MinCommitTokenThreshold || n > MaxCommitTokenThreshold {
+		return fmt.Errorf("must be between %d and %d, got %d", MinCommitTokenThreshold, MaxCommitTokenThreshold, n)
+	}
+	return nil
+}
+
+// CheckKeepRecent is the rule of a configured keep_recent (0–MaxKeepRecent).
+func CheckKeepRecent(n int) error {
+	if n < 0 || n > MaxKeepRecent {
+		return fmt.Errorf("must be between 0 and %d (the hot cache holds %d), got %d", MaxKeepRecent, MaxKeepRecent, n)
+	}
+	return nil
+}
 
 // TurnEvent is one finished turn, published to <p>.turns.<account>.<session> with
 // Nats-Msg-Id = EventID.

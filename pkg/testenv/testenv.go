@@ -199,3 +199,23 @@ func Eventually(t testing.TB, total, interval time.Duration, check func() error)
 		time.Sleep(interval)
 	}
 }
+
+// Consistently calls check every interval for the whole of total and fails the test the first
+// time it returns an error. It is for the few claims that something does not happen — a second
+// commit request, a wrong redelivery — which no event can confirm. It proves the absence for
+// total only, so keep total a small multiple of the period of what could cause it (a sweep, an
+// ack wait), and say in the caller which period that is. Named after Gomega's Consistently: the
+// check describes the state that must hold, as Eventually's does.
+func Consistently(t testing.TB, total, interval time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		if err := check(); err != nil {
+			t.Fatalf("stopped holding: %v", err)
+		}
+		if !time.Now().Before(deadline) {
+			return
+		}
+		time.Sleep(interval)
+	}
+}

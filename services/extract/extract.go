@@ -29,21 +29,22 @@ import (
 
 // Config of the extract service.
 type Config struct {
-	KeepRecent    int           // messages kept active after an automatic commit; default 10
-	MaxFailures   int           // default 5
-	CommitTimeout time.Duration // default wait of a synchronous commit; default 60s
-	BusyRetry     time.Duration // redelivery delay when the session lock is held; default 2s
+	KeepRecent    int           // messages kept active after an automatic commit; default contract.DefaultKeepRecent
+	MaxFailures   int           // default bus.DefaultMaxFailures
+	CommitTimeout time.Duration // default wait of a synchronous commit; default contract.DefaultCommitTimeout
+	BusyRetry     time.Duration // redelivery delay when the session lock is held; default bus.DefaultBusyRetry
 }
 
 // Defaults returns the defaults of docs/design.md §5–§6.
 func Defaults() Config {
-	return Config{KeepRecent: contract.DefaultKeepRecent, MaxFailures: 5, CommitTimeout: 60 * time.Second, BusyRetry: 2 * time.Second}
+	return Config{KeepRecent: contract.DefaultKeepRecent, MaxFailures: bus.DefaultMaxFailures,
+		CommitTimeout: contract.DefaultCommitTimeout, BusyRetry: bus.DefaultBusyRetry}
 }
 
 // Validate names the bad key.
 func (c Config) Validate() error {
-	if c.KeepRecent < 0 {
-		return fmt.Errorf("keep_recent: must be ≥ 0, got %d", c.KeepRecent)
+	if err := contract.CheckKeepRecent(c.KeepRecent); err != nil {
+		return fmt.Errorf("keep_recent: %w", err)
 	}
 	if c.CommitTimeout <= 0 {
 		return fmt.Errorf("commit_timeout: must be positive")

@@ -126,19 +126,15 @@ func (e *env) startRelay() { e.goRun(e.relay.Run) }
 func (e *env) startService() {
 	e.t.Helper()
 	e.goRun(e.svc.Run)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(e.t, 10*time.Second, 10*time.Millisecond, func() error {
 		// A request without request_id is refused by the handler itself: the endpoint is up.
 		err := bus.Call(e.ctx, e.nc, e.names.RPC(acct, "commit"), contract.CommitRPCRequest{V: contract.Version}, nil)
 		var ce *bus.RPCCallError
 		if errors.As(err, &ce) && ce.Code == bus.CodeBadRequest {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("commit rpc not served: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("commit rpc not served: %w", err)
+	})
 }
 
 // say stores user messages in a session the way ingest does.
@@ -394,18 +390,16 @@ func (e *env) waitCommitsDrained() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	testenv.Eventually(e.t, 20*time.Second, 20*time.Millisecond, func() error {
 		info, err := stream.Info(e.ctx)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if info.State.Msgs == 0 {
-			return
+		if info.State.Msgs != 0 {
+			return fmt.Errorf("%d commit requests still queued", info.State.Msgs)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	e.t.Fatal("commit requests still queued after 20s")
+		return nil
+	})
 }
 
 func TestCommitResumesAfterVectorFailure(t *testing.T) {
@@ -772,13 +766,12 @@ func TestSyncCommitRPC(t *testing.T) {
 	if !acc.OK || acc.Status != contract.StatusAccepted {
 		t.Fatalf("wait=false: %+v, want accepted", acc)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(e.archives("s1")) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the accepted commit never archived")
+	testenv.Eventually(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if n := len(e.archives("s1")); n != 2 {
+			return fmt.Errorf("the accepted commit has not archived: %d archives, want 2", n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 
 	// Nothing left to archive: skipped/no_messages through the consumer.
 	none := e.callCommit(contract.CommitRPCRequest{RequestID: "rpc-5", UserID: "alice", SessionID: "s1", Wait: true, TimeoutMS: 20000})

@@ -116,10 +116,12 @@ type watchedLocker struct {
 	held    map[string]int
 	maxHeld map[string]int
 	busy    map[string]int
+	refused map[string]chan struct{} // closed at a key's first refusal (lock.ErrBusy)
 }
 
 func watch(l lock.Locker) *watchedLocker {
-	return &watchedLocker{Locker: l, held: map[string]int{}, maxHeld: map[string]int{}, busy: map[string]int{}}
+	return &watchedLocker{Locker: l, held: map[string]int{}, maxHeld: map[string]int{}, busy: map[string]int{},
+		refused: map[string]chan struct{}{}}
 }
 
 type watchedLease struct {
@@ -135,6 +137,9 @@ func (w *watchedLocker) Acquire(ctx context.Context, key string, ttl time.Durati
 	defer w.mu.Unlock()
 	if errors.Is(err, lock.ErrBusy) {
 		w.busy[key]++
+		if w.busy[key] == 1 {
+			close(w.refusal(key))
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -151,6 +156,23 @@ func (l *watchedLease) Release(ctx context.Context) error {
 		l.w.mu.Unlock()
 	})
 	return l.Lease.Release(ctx)
+}
+
+// refusal is closed once key has been refused; the caller holds w.mu.
+func (w *watchedLocker) refusal(key string) chan struct{} {
+	ch, ok := w.refused[key]
+	if !ok {
+		ch = make(chan struct{})
+		w.refused[key] = ch
+	}
+	return ch
+}
+
+// refusedCh is closed once key has been refused.
+func (w *watchedLocker) refusedCh(key string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.refusal(key)
 }
 
 func (w *watchedLocker) stats(key string) (maxHeld, busy int) {
@@ -243,12 +265,11 @@ func TestTwoReplicasRunOneCommitPerSessionAtATime(t *testing.T) {
 				if !first.CompareAndSwap(false, true) {
 					return
 				}
-				deadline := time.Now().Add(10 * time.Second)
-				for time.Now().Before(deadline) {
-					if _, busy := shared.stats(key); busy > 0 {
-						return
-					}
-					time.Sleep(5 * time.Millisecond)
+				// In a handler, not the test goroutine, so no testenv.Eventually: a bounded
+				// wait on the refusal itself (the test reports a missing one below).
+				select {
+				case <-shared.refusedCh(key):
+				case <-time.After(10 * time.Second):
 				}
 			}
 			a, _ := e.replica("a", shared, x)

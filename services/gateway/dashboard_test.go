@@ -17,6 +17,7 @@ import (
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/testenv"
 )
 
 // frame is the part of a dashboard frame the tests read.
@@ -234,17 +235,13 @@ func TestDashboardStreamEndsOnShutdown(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- e.svc.Run(ctx) }()
 	var frames <-chan frame
-	for i := 0; ; i++ {
+	testenv.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
 		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
+		if err != nil {
+			return fmt.Errorf("gateway does not listen: %w", err)
 		}
-		if i > 200 {
-			t.Fatalf("gateway never listened: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return c.Close()
+	})
 	frames, _ = openStream(t, "http://"+addr, e.operatorKey)
 	waitFrame(t, frames, "a first frame", func(frame) bool { return true })
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -281,16 +282,13 @@ func TestRunServesAndShutsDownOnCancel(t *testing.T) {
 	go func() { done <- e.svc.Run(ctx) }()
 
 	var resp *http.Response
-	for i := 0; i < 100; i++ {
-		resp, err = http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			break
+	testenv.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
+		var err error
+		if resp, err = http.Get("http://" + addr + "/healthz"); err != nil {
+			return fmt.Errorf("gateway does not answer: %w", err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("gateway never answered: %v", err)
-	}
+		return nil
+	})
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("healthz = %d", resp.StatusCode)

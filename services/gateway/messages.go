@@ -24,9 +24,6 @@ const defaultAgentID = "main"
 // sourceHTTP is TurnEvent.Source of turns posted to the gateway.
 const sourceHTTP = "http"
 
-// maxKeepRecent is the schemas' keep_recent maximum.
-const maxKeepRecent = 200
-
 // messagesRequest is the body of POST /v1/sessions/{session_id}/messages.
 type messagesRequest struct {
 	AgentID              string      `json:"agent_id"`
@@ -114,8 +111,8 @@ func (s *Service) turnEvent(w http.ResponseWriter, r *http.Request, id identity)
 	if aerr := checkAgentID(agent); aerr != nil {
 		return nil, aerr
 	}
-	if req.KeepRecent != nil && (*req.KeepRecent < 0 || *req.KeepRecent > maxKeepRecent) {
-		return nil, badRequest(fmt.Sprintf("keep_recent must be 0–%d", maxKeepRecent))
+	if req.KeepRecent != nil && contract.CheckKeepRecent(*req.KeepRecent) != nil {
+		return nil, badRequest(fmt.Sprintf("keep_recent must be 0–%d", contract.MaxKeepRecent))
 	}
 
 	// The base of derived message ids: the idempotency key, else the body's hash, so a retried

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -93,8 +94,8 @@ func (s *Service) postCommit(w http.ResponseWriter, r *http.Request, id identity
 		writeError(w, aerr)
 		return
 	}
-	if in.KeepRecent != nil && (*in.KeepRecent < 0 || *in.KeepRecent > maxKeepRecent) {
-		writeError(w, badRequest("keep_recent must be 0–200"))
+	if in.KeepRecent != nil && contract.CheckKeepRecent(*in.KeepRecent) != nil {
+		writeError(w, badRequest(fmt.Sprintf("keep_recent must be 0–%d", contract.MaxKeepRecent)))
 		return
 	}
 	wait := in.Wait == nil || *in.Wait

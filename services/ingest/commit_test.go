@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -168,22 +169,21 @@ func TestCommitTriggerSeesConcurrentTurns(t *testing.T) {
 		res, err := st.ApplyTurns(ctx, ingest.CommitTrigger(names, 2000, time.Now), []store.Turn{turn(3)})
 		done <- out{res, err}
 	}()
-	for {
+	testenv.Eventually(t, 20*time.Second, 20*time.Millisecond, func() error {
+		select {
+		case o := <-done:
+			t.Fatalf("replica B did not wait for the session lock: %+v", o)
+		default:
+		}
 		var waiting int
 		if err := st.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE (INFO LIKE '%INSERT IGNORE INTO sessions%' OR INFO LIKE '%FROM sessions%FOR UPDATE%') AND INFO NOT LIKE '%PROCESSLIST%'").Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
-		if waiting > 0 {
-			break
+		if waiting == 0 {
+			return errors.New("replica B is not waiting for the session lock")
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("replica B never waited for the session lock")
-		case o := <-done:
-			t.Fatalf("replica B did not wait for the session lock: %+v", o)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 	if _, err := tx.ExecContext(ctx, "INSERT INTO messages (account_id, session_id, seq, message_id, event_id, position, role, name, content, parts, tokens, created_us) VALUES ('acme', 's-race', 2, 'm2', 'e2', 0, 'user', '', 'x', '[]', 700, ?)", baseTime.UnixMicro()); err != nil {
 		t.Fatal(err)
 	}

@@ -134,18 +134,14 @@ func (h *harness) publishRaw(subject, msgID string, data []byte) {
 // lag a publish), and nothing awaits an ack.
 func (h *harness) settled(timeout time.Duration) {
 	h.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var msgs, ackPending uint64
-	for time.Now().Before(deadline) {
+	testenv.Eventually(h.t, timeout, 50*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		msgs, ackPending = h.turnsState(ctx)
-		cancel()
-		if msgs == 0 && ackPending == 0 {
-			return
+		defer cancel()
+		if msgs, ackPending := h.turnsState(ctx); msgs != 0 || ackPending != 0 {
+			return fmt.Errorf("ingest has not settled: %d turns in the stream, %d awaiting an ack", msgs, ackPending)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	h.t.Fatalf("ingest did not settle within %v: %d turns in the stream, %d awaiting an ack", timeout, msgs, ackPending)
+		return nil
+	})
 }
 
 func (h *harness) turnsState(ctx context.Context) (msgs, ackPending uint64) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/testenv"
 	"github.com/membus/membus/services/ingest"
 )
 
@@ -28,7 +29,8 @@ func TestIdleCommit(t *testing.T) {
 		}
 		h.settled(30 * time.Second)
 
-		// s-busy gets a turn every 100 ms, well inside the idle interval.
+		// s-busy gets a turn every 100 ms, well inside the idle interval (the sleep is the
+		// scenario: a user who keeps talking).
 		stop := time.Now().Add(1500 * time.Millisecond)
 		for i := 0; time.Now().Before(stop); i++ {
 			h.publish(event("s-busy", fmt.Sprintf("busy-e%d", i), msg(fmt.Sprintf("b%d", i), 0, "user", "still here", baseTime.Add(time.Duration(i)*time.Second))), fmt.Sprint("busy-", i))
@@ -39,16 +41,15 @@ func TestIdleCommit(t *testing.T) {
 		}
 
 		var reqs []contract.CommitRequest
-		deadline := time.Now().Add(10 * time.Second)
-		for len(reqs) == 0 && time.Now().Before(deadline) {
-			reqs = commitRequests(t, st, "s-short")
-			time.Sleep(50 * time.Millisecond)
+		exactlyOne := func() error {
+			if reqs = commitRequests(t, st, "s-short"); len(reqs) != 1 {
+				return fmt.Errorf("idle session: %d commit requests, want exactly 1: %+v", len(reqs), reqs)
+			}
+			return nil
 		}
-		time.Sleep(time.Second) // more sweeps of both replicas: still one request
-		reqs = commitRequests(t, st, "s-short")
-		if len(reqs) != 1 {
-			t.Fatalf("idle session: %d commit requests, want exactly 1: %+v", len(reqs), reqs)
-		}
+		testenv.Eventually(t, 10*time.Second, 50*time.Millisecond, exactlyOne)
+		// More sweeps of both replicas (each sweeps every idle interval, 400 ms): still one.
+		testenv.Consistently(t, time.Second, 100*time.Millisecond, exactlyOne)
 		r := reqs[0]
 		if r.Kind != contract.CommitIdle || r.Upto != 4 || r.KeepRecent == nil || *r.KeepRecent != 0 {
 			t.Fatalf("idle request = %+v, want kind idle, upto 4 (every message), keep_recent 0", r)

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/metrics"
 	"github.com/membus/membus/pkg/session"
@@ -23,9 +24,9 @@ import (
 
 // Config of the ingest service.
 type Config struct {
-	CommitTokenThreshold int // default 20000 (docs/design.md §6)
+	CommitTokenThreshold int // default contract.DefaultCommitTokenThreshold (docs/design.md §5)
 	Batch                int // messages per fetch (one SQL transaction), default 256
-	MaxFailures          int // default 5
+	MaxFailures          int // default bus.DefaultMaxFailures
 	// Workers are the fetch loops of one process on the shared durable: while one batch waits
 	// for its SQL commit (an fsync), another is decoded and written. Default 2.
 	Workers               int
@@ -34,13 +35,14 @@ type Config struct {
 	RedactPatterns        []string // extra regular expressions redacted before storing
 	// IdleCommit commits a session that holds uncommitted messages and has had no new turn for
 	// this long (kind idle, everything archived), so short chats become memory too. Default
-	// 30 minutes; 0 disables it.
+	// config.DefaultIdleCommit; 0 disables it.
 	IdleCommit time.Duration
 }
 
 // Defaults returns the defaults of docs/design.md §6.
 func Defaults() Config {
-	return Config{CommitTokenThreshold: contract.DefaultCommitTokenThreshold, Batch: 256, MaxFailures: 5, Workers: 2, IdleCommit: 30 * time.Minute}
+	return Config{CommitTokenThreshold: contract.DefaultCommitTokenThreshold, Batch: 256, MaxFailures: bus.DefaultMaxFailures, Workers: 2,
+		IdleCommit: config.DefaultIdleCommit}
 }
 
 // Validate names the bad key.
@@ -48,11 +50,11 @@ func (c Config) Validate() error {
 	if _, err := NewCapturer(c.RedactPatterns); err != nil {
 		return err
 	}
-	if c.CommitTokenThreshold < contract.MinCommitTokenThreshold || c.CommitTokenThreshold > contract.MaxCommitTokenThreshold {
-		return fmt.Errorf("commit_token_threshold: must be %d–%d, got %d", contract.MinCommitTokenThreshold, contract.MaxCommitTokenThreshold, c.CommitTokenThreshold)
+	if err := contract.CheckCommitTokenThreshold(c.CommitTokenThreshold); err != nil {
+		return fmt.Errorf("commit_token_threshold: %w", err)
 	}
-	if c.IdleCommit < 0 {
-		return fmt.Errorf("idle_commit: must be 0 (off) or positive, got %s", c.IdleCommit)
+	if err := config.CheckIdleCommit(c.IdleCommit); err != nil {
+		return fmt.Errorf("idle_commit: %w", err)
 	}
 	return nil
 }

@@ -225,11 +225,11 @@ func TestConfigFrom(t *testing.T) {
 		wantErr bool
 	}{
 		{"defaults", func(*config.Config) {}, func(c Config) bool {
-			return len(c.DefaultScopes) == 3 && !c.Decay && !c.MMR && c.Fusion == FusionWeighted
+			return len(c.DefaultScopes) == 3 && !c.Decay && !c.MMR && c.Fusion == contract.FusionWeighted
 		}, false},
 		{"scopes", func(c *config.Config) { c.RecallScopes = "user, agent" }, func(c Config) bool { return len(c.DefaultScopes) == 2 }, false},
 		{"switches", func(c *config.Config) { c.RecallDecay, c.RecallMMR, c.RecallFusion = true, true, "rrf" },
-			func(c Config) bool { return c.Decay && c.MMR && c.Fusion == FusionRRF }, false},
+			func(c Config) bool { return c.Decay && c.MMR && c.Fusion == contract.FusionRRF }, false},
 		{"bad scope", func(c *config.Config) { c.RecallScopes = "user,memories" }, nil, true},
 		{"bad fusion", func(c *config.Config) { c.RecallFusion = "max" }, nil, true},
 	}

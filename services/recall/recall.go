@@ -33,7 +33,7 @@ type Config struct {
 	MaxItemChars      int           // default 1000
 	UserShare         float64       // default 0.6 of the budget when the agent scope has candidates
 	DefaultScopes     []string      // scopes searched when the request names none: user, agent, archive
-	Fusion            string        // FusionWeighted (default) or FusionRRF
+	Fusion            string        // contract.FusionWeighted (default), FusionRRF or FusionDense (evaluation only)
 	Decay             bool          // temporal decay (half-life 30 days, floor 0.5×, evergreen exempt); off by default
 	MMR               bool          // MMR rerank (λ 0.7); off by default
 	ArchiveContext    int           // earlier messages shown with an archive item as context (never sources); default 1
@@ -45,7 +45,7 @@ type Config struct {
 // Defaults returns docs/design.md §6's defaults.
 func Defaults() Config {
 	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: 24, MaxItemChars: 1000, UserShare: 0.6,
-		DefaultScopes: []string{contract.ScopeUser, contract.ScopeAgent, contract.ScopeArchive}, Fusion: FusionWeighted,
+		DefaultScopes: []string{contract.ScopeUser, contract.ScopeAgent, contract.ScopeArchive}, Fusion: contract.FusionWeighted,
 		ArchiveContext: 1, SearchTimeout: 2 * time.Second, FallbackMemories: 5000, KeepRecent: contract.DefaultKeepRecent}
 }
 
@@ -58,8 +58,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max_injected_chars: must be positive")
 	case c.CandidatesPerSide <= 0:
 		return fmt.Errorf("candidates_per_side: must be positive")
-	case c.Fusion != FusionWeighted && c.Fusion != FusionRRF && c.Fusion != FusionDense:
-		return fmt.Errorf("recall fusion: %q is not %q, %q or %q", c.Fusion, FusionWeighted, FusionRRF, FusionDense)
+	case !contract.ValidFusion(c.Fusion):
+		return fmt.Errorf("recall fusion: %q is not %q, %q or %q", c.Fusion, contract.FusionWeighted, contract.FusionRRF, contract.FusionDense)
 	case len(uniqueScopes(c.DefaultScopes)) == 0 || len(uniqueScopes(c.DefaultScopes)) != len(c.DefaultScopes):
 		return fmt.Errorf("recall default scopes: %v, want some of user, agent, archive", c.DefaultScopes)
 	case c.ArchiveContext < 0:

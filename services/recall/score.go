@@ -30,15 +30,6 @@ const (
 	mmrLambda = 0.7
 )
 
-// Fusion methods (Config.Fusion).
-const (
-	FusionWeighted = "weighted" // 0.7 dense + 0.3 keyword (default)
-	FusionRRF      = "rrf"      // reciprocal rank fusion, k 60, scaled to [0,1]
-	// FusionDense scores by the dense cosine alone, without keyword score or boosts: not for
-	// serving, but to measure what the embedder contributes (membus eval locomo --fusion dense).
-	FusionDense = "dense"
-)
-
 // evergreen categories never decay: who someone is and what they like do not age.
 var evergreen = map[string]bool{memory.Profile: true, memory.Preference: true, memory.Entity: true}
 

@@ -160,7 +160,7 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 func uniqueScopes(scopes []string) []string {
 	var out []string
 	for _, sc := range scopes {
-		if (sc == contract.ScopeUser || sc == contract.ScopeAgent || sc == contract.ScopeArchive) && !containsString(out, sc) {
+		if contract.ValidScope(sc) && !containsString(out, sc) {
 			out = append(out, sc)
 		}
 	}
@@ -239,7 +239,7 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 		maxKW = max(maxKW, k)
 	}
 	var dRank, kRank []int
-	if s.cfg.Fusion == FusionRRF {
+	if s.cfg.Fusion == contract.FusionRRF {
 		dRank = ranks(len(cands), func(i int) float64 { return dense[i] })
 		kRank = ranks(len(cands), func(i int) float64 { return keyword[i] })
 	}
@@ -252,14 +252,14 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 			c.parts.Keyword = keyword[i] / maxKW
 		}
 		switch s.cfg.Fusion {
-		case FusionRRF:
+		case contract.FusionRRF:
 			c.parts.Fused = rrfFusion(dRank[i], kRank[i])
-		case FusionDense:
+		case contract.FusionDense:
 			c.parts.Fused = c.parts.Dense
 		default:
 			c.parts.Fused = weightedFusion(c.parts.Dense, c.parts.Keyword)
 		}
-		if s.cfg.Fusion != FusionDense {
+		if s.cfg.Fusion != contract.FusionDense {
 			c.parts.Boost = boost(boostInput{kind: c.kind, category: c.category, temporal: isTemporal, preference: isPreference, overlap: overlapTerms(qTerms, c.terms)})
 		}
 		c.score = c.parts.Fused + c.parts.Boost

@@ -28,8 +28,8 @@ import (
 
 // Config of the summarizer.
 type Config struct {
-	MaxFailures int           // default 5
-	BusyRetry   time.Duration // default 2s
+	MaxFailures int           // default bus.DefaultMaxFailures
+	BusyRetry   time.Duration // default bus.DefaultBusyRetry
 
 	// Schedule runs the scheduler (digests and the dedup sweep) in Run; default true.
 	Schedule bool
@@ -52,7 +52,7 @@ type Config struct {
 
 // Defaults returns the defaults.
 func Defaults() Config {
-	return Config{MaxFailures: 5, BusyRetry: 2 * time.Second, Schedule: true,
+	return Config{MaxFailures: bus.DefaultMaxFailures, BusyRetry: bus.DefaultBusyRetry, Schedule: true,
 		DedupAt: "01:00", DailyAt: "02:00", WeeklyAt: "03:00", MonthlyAt: "04:00", Location: time.UTC,
 		Tick: time.Minute, CatchUp: 31 * 24 * time.Hour, SweepTopK: 8, SweepMax: 10000, DigestMemories: 200, DigestArchives: 50}
 }

@@ -13,8 +13,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultCollection = "membus_memories"
-	DefaultTimeout    = 5 * time.Second
+	DefaultTimeout = 5 * time.Second
 	// DefaultBM25AvgLen is the average document length (in vector.Terms
 	// terms) recorded with a new collection. Memories are one or two
 	// sentences: about a dozen terms once stop words are gone.
@@ -31,7 +30,8 @@ type Config struct {
 	URL string
 	// APIKey, when set, wins over the URL's api-key.
 	APIKey string
-	// Collection is the one collection of the deployment.
+	// Collection is the one collection of the deployment (required: the deployment's
+	// MEMBUS_QDRANT_COLLECTION, whose default pkg/config owns).
 	Collection string
 	// Model and Dim are the embedder's model id and dimension. An existing
 	// collection of another model or dimension is ErrModelMismatch. Both
@@ -49,9 +49,6 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Collection == "" {
-		c.Collection = DefaultCollection
-	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
 	}

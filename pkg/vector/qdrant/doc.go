@@ -3,8 +3,8 @@
 //
 // # Collection
 //
-// One collection per deployment (Config.Collection, default
-// "membus_memories"), created on first Open:
+// One collection per deployment (Config.Collection, required; the
+// deployment's MEMBUS_QDRANT_COLLECTION), created on first Open:
 //
 //   - named dense vector `dense`, cosine distance, the embedder's dimension;
 //   - sparse vector `bm25` with the IDF modifier;

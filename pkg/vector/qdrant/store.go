@@ -2,6 +2,7 @@ package qdrant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -47,6 +48,9 @@ var _ vector.Store = (*Store)(nil)
 // checks the model id and dimension stored with it.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
+	if cfg.Collection == "" {
+		return nil, errors.New("qdrant: Config.Collection is required")
+	}
 	ep, err := parseURL(cfg.URL, cfg.APIKey)
 	if err != nil {
 		return nil, err

@@ -22,9 +22,13 @@ import (
 	"github.com/membus/membus/pkg/vector/vectortest"
 )
 
+// testCollection is the collection of the tests against the fake server.
+const testCollection = "membus_memories"
+
 func fakeConfig(srv *qdranttest.Server) qdrant.Config {
 	return qdrant.Config{
 		URL:         srv.URL(),
+		Collection:  testCollection,
 		Model:       vectortest.Model,
 		Dim:         vectortest.Dim,
 		DialOptions: srv.DialOptions(),
@@ -112,7 +116,7 @@ func rawClient(t *testing.T, srv *qdranttest.Server) *qc.Client {
 func TestCollectionShape(t *testing.T) {
 	srv := qdranttest.Start(t)
 	open(t, fakeConfig(srv))
-	info, err := rawClient(t, srv).GetCollectionInfo(context.Background(), qdrant.DefaultCollection)
+	info, err := rawClient(t, srv).GetCollectionInfo(context.Background(), testCollection)
 	if err != nil {
 		t.Fatal(err)
 	}

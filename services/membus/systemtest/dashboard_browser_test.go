@@ -107,21 +107,18 @@ const readPanels = `(() => {
 // waitPanels polls the page until ok accepts what it shows.
 func waitPanels(tab context.Context, t *testing.T, what string, ok func(panels) bool) panels {
 	t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
 	var p panels
-	for {
+	testenv.Eventually(t, 45*time.Second, 250*time.Millisecond, func() error {
 		var err error
 		if p, err = chromedp.Run(tab, chromedp.Evaluate[panels](readPanels)); err != nil {
 			t.Fatalf("read the dashboard: %v", err)
 		}
-		if ok(p) {
-			return p
+		if !ok(p) {
+			return fmt.Errorf("the dashboard does not show %s; it shows:\n%s", what, p.Body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the dashboard never showed %s; it shows:\n%s", what, p.Body)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return nil
+	})
+	return p
 }
 
 func number(s string) int {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os/exec"
@@ -42,8 +41,8 @@ func startDistDeps(t *testing.T) distDeps {
 	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(bin, "-js", "-sd", t.TempDir(), "-a", "127.0.0.1", "-p", port)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &syncBuffer{} // written by exec's copying goroutine while the wait below reads it
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}
@@ -53,23 +52,18 @@ func startDistDeps(t *testing.T) distDeps {
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
+	testenv.Eventually(t, 15*time.Second, 50*time.Millisecond, func() error {
 		select {
 		case <-exited:
 			t.Fatalf("nats-server exited: %s", out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nats-server did not listen on %s: %s", addr, out.String())
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return fmt.Errorf("nats-server does not listen on %s: %w: %s", addr, err, out.String())
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return c.Close()
+	})
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return distDeps{natsURL: "nats://" + addr, dsn: dsn, redisURL: redisURL, prefix: "mbd" + hex.EncodeToString(b)}
@@ -80,47 +74,16 @@ func startDistDeps(t *testing.T) distDeps {
 func startReplica(t *testing.T, d distDeps, instance string) (*app.Env, string) {
 	t.Helper()
 	cfg := config.Defaults()
-	cfg.DataDir = t.TempDir()
 	cfg.NATSURL = d.natsURL
 	cfg.MySQLDSN = d.dsn
 	cfg.RedisURL = d.redisURL
 	cfg.SubjectPrefix = d.prefix
-	cfg.HTTPAddr = freeAddr(t)
 	cfg.InstanceID = instance
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	env, err := app.Open(ctx, cfg, logger)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
+	env, base := startSystem(t, t.TempDir(), cfg)
 	if env.Server != nil || env.Store.Dialect() != store.MySQL || env.Redis == nil {
-		cancel()
-		env.Close()
 		t.Fatalf("replica %s is not distributed: embedded NATS %v, SQL %s, Redis %v", instance, env.Server != nil, env.Store.Dialect(), env.Redis != nil)
 	}
-	services, err := app.BuildAll(env)
-	if err != nil {
-		cancel()
-		env.Close()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- env.RunAll(ctx, services...) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("replica %s RunAll: %v", instance, err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("replica %s did not drain within 30 s", instance)
-		}
-		env.Close()
-	})
-	waitHTTP(t, "http://"+cfg.HTTPAddr+"/healthz")
-	return env, "http://" + cfg.HTTPAddr
+	return env, base
 }
 
 // TestDistributedWalkingSkeleton: the walking skeleton with every part real and separate — a
@@ -132,27 +95,8 @@ func TestDistributedWalkingSkeleton(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	ev := turnEvent("acme", "u1", "s-1",
-		"I live in Boston and I have a dog named Max.",
-		"Nice! Boston is a great city.",
-		"I really love black coffee in the morning.")
-	if _, err := bus.PublishJSON(ctx, env.JS, env.Names.Turns("acme", "s-1"), ev.EventID, ev); err != nil {
-		t.Fatal(err)
-	}
-	var res contract.CommitResult
-	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "commit"), contract.CommitRPCRequest{V: 1, RequestID: "r1", UserID: "u1", SessionID: "s-1", Kind: "sync", Wait: true}, &res); err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != contract.StatusCompleted || res.ArchiveID == "" || res.Memories["profile"] == 0 {
-		t.Fatalf("commit result = %+v, want completed with profile memories", res)
-	}
-	var rec contract.RecallResponse
-	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "recall"), contract.RecallRequest{V: 1, UserID: "u1", Query: "Where does Caroline live?"}, &rec); err != nil {
-		t.Fatal(err)
-	}
-	if len(rec.Items) == 0 || !strings.Contains(rec.Items[0].Text, "Boston") || len(rec.Items[0].Sources) == 0 || rec.Items[0].Sources[0] != "s-1-m0" {
-		t.Fatalf("recall items = %+v, want the Boston memory first with source s-1-m0", rec.Items)
-	}
+	commitBoston(ctx, t, env)
+	recallBoston(ctx, t, env)
 
 	key, _, err := env.Store.CreateKey(ctx, "acme", "u1", store.RoleUser, "test")
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/testenv"
 )
 
 // msgKey identifies a stored message: the SQL identity (account, session, message_id).
@@ -67,7 +68,7 @@ func (lp *loadPublisher) run(nc *nats.Conn, js jetstream.JetStream, names bus.Na
 				_, err := bus.PublishJSON(ctx, js, names.Turns(ev.AccountID, ev.SessionID), ev.EventID, ev)
 				cancel()
 				if err != nil {
-					time.Sleep(5 * time.Millisecond) // not acked: not recorded
+					time.Sleep(5 * time.Millisecond) // not acked: not recorded; pace the retries while the server goes down
 					continue
 				}
 				lp.mu.Lock()
@@ -135,6 +136,9 @@ func TestKillMidLoadLosesNothingAcked(t *testing.T) {
 			lp := &loadPublisher{account: "default", user: "default", sessions: 6,
 				attempted: map[msgKey]bool{}, acked: map[msgKey]bool{}}
 			stop := make(chan struct{})
+			var stopOnce sync.Once
+			stopPublishers := func() { stopOnce.Do(func() { close(stop) }) }
+			defer stopPublishers() // also when the test fails before the signal
 			pubDone := make(chan struct{})
 			go func() {
 				defer close(pubDone)
@@ -142,14 +146,12 @@ func TestKillMidLoadLosesNothingAcked(t *testing.T) {
 			}()
 
 			// Signal after ~200 acked publishes while the publishers keep going.
-			deadline := time.Now().Add(30 * time.Second)
-			for lp.ackedN.Load() < 200 {
-				if time.Now().After(deadline) {
-					close(stop)
-					t.Fatalf("only %d publishes acked in 30 s", lp.ackedN.Load())
+			testenv.Eventually(t, 30*time.Second, time.Millisecond, func() error {
+				if n := lp.ackedN.Load(); n < 200 {
+					return fmt.Errorf("only %d publishes acked", n)
 				}
-				time.Sleep(time.Millisecond)
-			}
+				return nil
+			})
 			atSignal := lp.ackedN.Load()
 			signalled := time.Now()
 			if err := first.cmd.Process.Signal(tc.signal); err != nil {
@@ -158,7 +160,7 @@ func TestKillMidLoadLosesNothingAcked(t *testing.T) {
 			code := first.waitExit(30 * time.Second)
 			exitAfter := time.Since(signalled)
 			atExit := lp.ackedN.Load()
-			close(stop)
+			stopPublishers()
 			select {
 			case <-pubDone:
 			case <-time.After(15 * time.Second):
@@ -246,24 +248,20 @@ func waitTurnsDrained(t *testing.T, p *upProc, names bus.Names, timeout time.Dur
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
+	testenv.Eventually(t, timeout, 100*time.Millisecond, func() error {
 		s, err := js.Stream(ctx, names.Stream(bus.StreamTurns))
 		if err != nil {
-			t.Fatal(err)
+			return fmt.Errorf("TURNS stream: %w", err)
 		}
 		info, err := s.Info(ctx)
 		if err != nil {
-			t.Fatal(err)
+			return fmt.Errorf("TURNS stream info: %w", err)
 		}
-		if info.State.Msgs == 0 {
-			return
+		if info.State.Msgs != 0 {
+			return fmt.Errorf("the TURNS stream still holds %d events", info.State.Msgs)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the TURNS stream still holds %d events after %s", info.State.Msgs, timeout)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 func storedCounts(t *testing.T, st *store.Store) map[msgKey]int {

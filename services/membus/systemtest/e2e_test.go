@@ -19,42 +19,70 @@ import (
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/testenv"
 	"github.com/membus/membus/services/membus/internal/app"
+	"github.com/membus/membus/services/membus/internal/harness"
 )
 
-// startEmbedded runs the whole system in-process, as `membus up` does, on free ports.
+// startEmbedded runs every service with the embedded servers on dataDir (a test that restarts
+// passes the same dir again) and returns the environment and the HTTP base URL.
 func startEmbedded(t *testing.T, dataDir string) (*app.Env, string) {
 	t.Helper()
 	cfg := config.Defaults()
-	cfg.DataDir = dataDir
-	cfg.NATSListen = "127.0.0.1:0"
-	cfg.HTTPAddr = freeAddr(t)
 	cfg.NATSSync = "interval" // tests need speed, not power-loss durability
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	env, err := app.Open(ctx, cfg, logger)
+	return startSystem(t, dataDir, cfg)
+}
+
+// startSystem runs every service on cfg through the harness, as `membus up` does (free ports,
+// logs discarded), stops it when the test ends and returns the environment and the HTTP base
+// URL once /healthz answers.
+func startSystem(t *testing.T, dataDir string, cfg config.Config) (*app.Env, string) {
+	t.Helper()
+	env, stop, _, err := harness.StartIn(context.Background(), dataDir, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	services, err := app.BuildAll(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- env.RunAll(ctx, services...) }()
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("RunAll: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("services did not drain within 30 s")
+		if err := stop(); err != nil {
+			t.Errorf("services: %v", err)
 		}
-		env.Close()
 	})
-	waitHTTP(t, "http://"+cfg.HTTPAddr+"/healthz")
-	return env, "http://" + cfg.HTTPAddr
+	base := "http://" + env.Config.HTTPAddr
+	waitHTTP(t, base+"/healthz")
+	return env, base
+}
+
+// commitBoston publishes the walking skeleton's turn (acme, u1, session s-1) and commits it
+// synchronously over the RPC; the commit must complete with profile memories.
+func commitBoston(ctx context.Context, t *testing.T, env *app.Env) contract.CommitResult {
+	t.Helper()
+	ev := turnEvent("acme", "u1", "s-1",
+		"I live in Boston and I have a dog named Max.",
+		"Nice! Boston is a great city.",
+		"I really love black coffee in the morning.")
+	if _, err := bus.PublishJSON(ctx, env.JS, env.Names.Turns("acme", "s-1"), ev.EventID, ev); err != nil {
+		t.Fatal(err)
+	}
+	var res contract.CommitResult
+	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "commit"), contract.CommitRPCRequest{V: 1, RequestID: "r1", UserID: "u1", SessionID: "s-1", Kind: "sync", Wait: true}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != contract.StatusCompleted || res.ArchiveID == "" || res.Memories["profile"] == 0 {
+		t.Fatalf("commit result = %+v, want completed with profile memories", res)
+	}
+	return res
+}
+
+// recallBoston asks recall over the RPC where u1 lives: the Boston memory comes first, with its
+// source message.
+func recallBoston(ctx context.Context, t *testing.T, env *app.Env) contract.RecallResponse {
+	t.Helper()
+	var rec contract.RecallResponse
+	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "recall"), contract.RecallRequest{V: 1, UserID: "u1", Query: "Where does Caroline live?"}, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Items) == 0 || !strings.Contains(rec.Items[0].Text, "Boston") || len(rec.Items[0].Sources) == 0 || rec.Items[0].Sources[0] != "s-1-m0" {
+		t.Fatalf("recall items = %+v, want the Boston memory first with source s-1-m0", rec.Items)
+	}
+	return rec
 }
 
 func freeAddr(t *testing.T) string {
@@ -106,19 +134,9 @@ func TestWalkingSkeleton(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	ev := turnEvent("acme", "u1", "s-1",
-		"I live in Boston and I have a dog named Max.",
-		"Nice! Boston is a great city.",
-		"I really love black coffee in the morning.")
-	if _, err := bus.PublishJSON(ctx, env.JS, env.Names.Turns("acme", "s-1"), ev.EventID, ev); err != nil {
-		t.Fatal(err)
-	}
-	var res contract.CommitResult
-	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "commit"), contract.CommitRPCRequest{V: 1, RequestID: "r1", UserID: "u1", SessionID: "s-1", Kind: "sync", Wait: true}, &res); err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != contract.StatusCompleted || res.ArchiveID == "" || res.Memories["profile"] == 0 || res.Memories["preference"] == 0 {
-		t.Fatalf("commit result = %+v, want completed with profile and preference memories", res)
+	res := commitBoston(ctx, t, env)
+	if res.Memories["preference"] == 0 {
+		t.Fatalf("commit result = %+v, want preference memories too", res)
 	}
 	// A repeated request id gets the stored result.
 	var again contract.CommitResult
@@ -129,13 +147,7 @@ func TestWalkingSkeleton(t *testing.T) {
 		t.Fatalf("repeated commit answered %+v, want the stored result %+v", again, res)
 	}
 
-	var rec contract.RecallResponse
-	if err := bus.Call(ctx, env.NC, env.Names.RPC("acme", "recall"), contract.RecallRequest{V: 1, UserID: "u1", Query: "Where does Caroline live?"}, &rec); err != nil {
-		t.Fatal(err)
-	}
-	if len(rec.Items) == 0 || !strings.Contains(rec.Items[0].Text, "Boston") || len(rec.Items[0].Sources) == 0 || rec.Items[0].Sources[0] != "s-1-m0" {
-		t.Fatalf("recall items = %+v, want the Boston memory first with source s-1-m0", rec.Items)
-	}
+	rec := recallBoston(ctx, t, env)
 	if !strings.Contains(rec.Block, "<relevant-memories>") {
 		t.Fatalf("block = %q", rec.Block)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -16,6 +17,7 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/testenv"
 	"github.com/membus/membus/services/membus/internal/app"
 )
 
@@ -391,20 +393,16 @@ func TestTenantIsolationRandomised(t *testing.T) {
 	if _, err := bus.PublishJSON(ctx, env.JS, env.Names.Turns("acct0", "smuggled"), ev.EventID, ev); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
 		dl, err := bus.ListDLQ(ctx, env.JS, env.Names, "", 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(dl) > 0 {
-			break
+		if len(dl) == 0 {
+			return errors.New("the mismatched turn is not dead-lettered")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the mismatched turn was not dead-lettered")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, acct := range []string{"acct0", "acct1"} {
 		if _, err := env.Store.GetSession(ctx, acct, "smuggled"); err == nil {
 			t.Fatalf("the mismatched turn was stored under %s", acct)
@@ -434,7 +432,7 @@ func TestEraseDuringCommit(t *testing.T) {
 		defer close(done)
 		_, _, _ = dana.do("POST", "/v1/sessions/d-2/commit", map[string]any{"keep_recent": 0, "timeout_ms": 15000})
 	}()
-	time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
+	time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond) // the scenario: the erase lands anywhere in the commit
 	var er contract.EraseResult
 	admin.must(200, "DELETE", "/v1/users/dana", nil, &er)
 	<-done
@@ -449,7 +447,21 @@ func TestEraseDuringCommit(t *testing.T) {
 	if _, err := bus.PublishJSON(ctx, env.JS, env.Names.Turns("acme", "d-1"), ev.EventID, ev); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// TURNS is a work queue: once it is empty, ingest has handled (and dropped) the replay.
+	turns, err := env.JS.Stream(ctx, env.Names.Stream(bus.StreamTurns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
+		info, err := turns.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.State.Msgs != 0 {
+			return fmt.Errorf("%d turns not yet handled", info.State.Msgs)
+		}
+		return nil
+	})
 	for _, q := range []string{"Where does Dana work?", "What does Dana drink in the evening?"} {
 		var rec contract.RecallResponse
 		dana.must(200, "POST", "/v1/recall", map[string]any{"query": q, "scopes": []string{"user", "agent", "archive"}}, &rec)

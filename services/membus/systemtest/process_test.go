@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/membus/membus/pkg/testenv"
 )
 
 // The process-level tests run the real binary as a child process: built once per test run
@@ -145,22 +147,22 @@ var upLine = regexp.MustCompile(`membus is up in (\d+) ms`)
 // the time the process reported itself.
 func (p *upProc) waitReady() (wall time.Duration, reported time.Duration) {
 	p.t.Helper()
-	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if m := upLine.FindStringSubmatch(p.stdout.String()); m != nil {
-			ms, _ := strconv.Atoi(m[1])
-			return time.Since(p.started), time.Duration(ms) * time.Millisecond
-		}
+	testenv.Eventually(p.t, 30*time.Second, 10*time.Millisecond, func() error {
 		select {
 		case <-p.done:
 			p.t.Fatalf("membus up exited (%v) before it was ready", p.cmd.ProcessState)
-		case <-deadline:
-			p.t.Fatal("membus up printed no ready line within 30 s")
-		case <-tick.C:
+		default:
 		}
-	}
+		m := upLine.FindStringSubmatch(p.stdout.String())
+		if m == nil {
+			return errors.New("membus up printed no ready line")
+		}
+		wall = time.Since(p.started)
+		ms, _ := strconv.Atoi(m[1])
+		reported = time.Duration(ms) * time.Millisecond
+		return nil
+	})
+	return wall, reported
 }
 
 // waitExit waits up to timeout for the process to exit and returns its exit code (-1 when a

@@ -18,6 +18,7 @@ import (
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/testenv"
 )
 
 // serviceProc is one `membus <service>` child process of a distributed deployment.
@@ -48,7 +49,7 @@ func startService(t *testing.T, d distDeps, name, dataDir string) *serviceProc {
 			t.Logf("membus %s output (tail):\n%s", name, lastBytes(p.out.String(), 3000))
 		}
 	})
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
 		select {
 		case <-p.done:
 			t.Fatalf("membus %s exited: %s", name, lastBytes(p.out.String(), 3000))
@@ -114,22 +115,6 @@ func (p *serviceProc) gauge(t *testing.T, name string) float64 {
 	}
 	v, _ := strconv.ParseFloat(string(m[1]), 64)
 	return v
-}
-
-// eventually retries check until it returns nil or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // TestRecallReplicasShareOneIndex: one ingest, one extract and two recall processes on a
@@ -221,7 +206,7 @@ func TestRecallReplicasShareOneIndex(t *testing.T) {
 	if err := bus.Call(ctx, nc, names.RPC(account, "erase"), contract.EraseRequest{V: 1, UserID: "alice"}, &erased); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testenv.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
 		if hits, _ := recallAll("alice", "Where do I live?", "Lisbon"); hits != 0 {
 			return fmt.Errorf("%d of 24 recalls still found the erased memory", hits)
 		}

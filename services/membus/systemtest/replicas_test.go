@@ -171,7 +171,8 @@ func TestThreeIngestReplicas(t *testing.T) {
 	// Wait until every message is stored and every queued commit request is published.
 	db := pub.Store.DB()
 	want := events * perEvent
-	for {
+	end, _ := ctx.Deadline()
+	testenv.Eventually(t, time.Until(end), 50*time.Millisecond, func() error {
 		var stored, pending int
 		if err := db.QueryRowContext(ctx, "SELECT COALESCE(SUM(message_count), 0) FROM sessions WHERE account_id = ?", account).Scan(&stored); err != nil {
 			t.Fatal(err)
@@ -179,15 +180,11 @@ func TestThreeIngestReplicas(t *testing.T) {
 		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE sent_us IS NULL").Scan(&pending); err != nil {
 			t.Fatal(err)
 		}
-		if stored >= want && pending == 0 {
-			break
+		if stored < want || pending != 0 {
+			return fmt.Errorf("stored %d of %d messages, %d commit requests unpublished", stored, want, pending)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("stored %d of %d messages, %d commit requests unpublished when the time ran out", stored, want, pending)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 
 	// The counters below move after a batch's SQL commit (the Redis cache is updated first):
 	// wait until the replicas acked every turn, which they do after counting.

@@ -15,6 +15,7 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/metrics"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/testenv"
 )
 
 // TestTopAndMetricsOnALoadedSystem runs the whole system, leaves a consumer with a backlog,
@@ -50,12 +51,8 @@ func TestTopAndMetricsOnALoadedSystem(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	var body string
-	var pending uint64
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		body = scrape()
-		fams, err := metrics.ParseExposition(strings.NewReader(body))
+	testenv.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
+		fams, err := metrics.ParseExposition(strings.NewReader(scrape()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +64,7 @@ func TestTopAndMetricsOnALoadedSystem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pending = info.NumPending
+		pending := info.NumPending
 		lag, _ := metrics.Value(fams, "membus_jetstream_consumer_pending_messages", map[string]string{"consumer": idle})
 		dlq, _ := metrics.Value(fams, "membus_dlq_messages", map[string]string{"stream": "turns"})
 		backlog, okOutbox := metrics.Value(fams, "membus_outbox_pending_rows", nil)
@@ -81,13 +78,10 @@ func TestTopAndMetricsOnALoadedSystem(t *testing.T) {
 		}
 		if pending > 0 && uint64(lag) == pending && dlq == 3 && depth["turns"] == 3 && okOutbox && int64(backlog) == sqlBacklog {
 			t.Logf("lag %v = consumer info num_pending %d; DLQ turns %v = stream %d; outbox %v = SQL %d", lag, pending, dlq, depth["turns"], backlog, sqlBacklog)
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/metrics never matched the server: lag %v vs num_pending %d, dlq %v vs %d, outbox %v vs %d", lag, pending, dlq, depth["turns"], backlog, sqlBacklog)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("/metrics does not match the server: lag %v vs num_pending %d, dlq %v vs %d, outbox %v vs %d", lag, pending, dlq, depth["turns"], backlog, sqlBacklog)
+	})
 
 	// The real command, as an operator runs it.
 	stdout, stderr, code := runCLI(t, "top", "--once", "--nats-url", env.NATSURL, "--nats-token", env.Config.NATSToken)

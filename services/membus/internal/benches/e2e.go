@@ -44,7 +44,7 @@ func benchE2ECmd() *cobra.Command {
 	timeout := fs.Duration("timeout", 60*time.Second, "longest one turn may take to become recallable")
 	asJSON := fs.Bool("json", false, "print docs/design.md §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
-	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server, MEMBUS_QDRANT_URL or the local index)")
+	backend := fs.String("backend", "embedded", harness.BackendUsage)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return cli.Exit(func() int {
@@ -52,14 +52,9 @@ func benchE2ECmd() *cobra.Command {
 				fmt.Fprintln(stderr, "membus bench e2e: --count and --timeout must be positive, --warmup not negative")
 				return 2
 			}
-			var modes []string
-			switch *syncMode {
-			case "always", "interval":
-				modes = []string{*syncMode}
-			case "both":
-				modes = []string{"always", "interval"}
-			default:
-				fmt.Fprintf(stderr, "membus bench e2e: --sync must be always, interval or both, got %q\n", *syncMode)
+			modes, err := harness.SyncModes(*syncMode)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus bench e2e: %v\n", err)
 				return 2
 			}
 			if *embedder == "auto" {
@@ -73,9 +68,7 @@ func benchE2ECmd() *cobra.Command {
 				return 2
 			}
 			p.backend = rb
-			if *progress || harness.IsTerminal(stderr) {
-				p.progress = stderr
-			}
+			p.progress = harness.Progress(*progress, stderr)
 			ctx, stop := app.SignalContext()
 			defer stop()
 			var results []bench.Result

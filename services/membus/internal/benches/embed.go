@@ -62,9 +62,7 @@ func benchEmbedCmd() *cobra.Command {
 				fmt.Fprintln(stderr, "membus bench embed: --sentences must be positive")
 				return 2
 			}
-			if *progress || harness.IsTerminal(stderr) {
-				p.progress = stderr
-			}
+			p.progress = harness.Progress(*progress, stderr)
 			ctx, stop := app.SignalContext()
 			defer stop()
 			results, err := benchEmbed(ctx, p)

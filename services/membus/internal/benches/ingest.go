@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,7 +43,7 @@ type ingestParams struct {
 func benchIngestCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "ingest", Short: "ingest throughput and latency against the raw JetStream floor", Args: cli.NoArgs}
 	fs := cmd.Flags()
-	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server, MEMBUS_QDRANT_URL or the local index)")
+	backend := fs.String("backend", "embedded", harness.BackendUsage)
 	syncMode := fs.String("sync", "both", "JetStream durability: always, interval or both (with MEMBUS_NATS_URL: the server's setting, always or interval)")
 	events := fs.Int("events", 4000, "turn events of the throughput phase (published pipelined; size = events × messages)")
 	sessions := fs.Int("sessions", 50, "sessions the events are spread over")
@@ -64,51 +62,29 @@ func benchIngestCmd() *cobra.Command {
 				fmt.Fprintln(stderr, "membus bench ingest: --events, --sessions, --messages, --inflight, --rate and --duration must be positive")
 				return 2
 			}
-			var modes []string
-			switch *syncMode {
-			case "always", "interval":
-				modes = []string{*syncMode}
-			case "both":
-				modes = []string{"always", "interval"}
-			default:
-				fmt.Fprintf(stderr, "membus bench ingest: --sync must be always, interval or both, got %q\n", *syncMode)
+			modes, err := harness.SyncModes(*syncMode)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
 				return 2
 			}
-			var rb harness.Backend
-			switch *backend {
-			case "embedded":
-			case "real":
-				var err error
-				if rb, err = harness.BackendFromEnv(os.Getenv); err != nil {
-					fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
-					return 2
-				}
-				if rb.NATSURL != "" && len(modes) != 1 {
-					fmt.Fprintln(stderr, "membus bench ingest: with MEMBUS_NATS_URL the server's own sync_interval decides durability: pass --sync always or --sync interval to name it")
-					return 2
-				}
-			default:
-				fmt.Fprintf(stderr, "membus bench ingest: --backend must be embedded or real, got %q\n", *backend)
+			rb, err := harness.BackendFlag(*backend)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
+				return 2
+			}
+			if rb.NATSURL != "" && len(modes) != 1 {
+				fmt.Fprintln(stderr, "membus bench ingest: with MEMBUS_NATS_URL the server's own sync_interval decides durability: pass --sync always or --sync interval to name it")
 				return 2
 			}
 			p := ingestParams{backend: *backend, events: *events, sessions: *sessions, perEvent: *perEvent, inflight: *inflight,
 				rate: *rate, duration: *duration, warmup: *warmup, notes: stderr}
-			if *progress || harness.IsTerminal(stderr) {
-				p.progress = stderr
+			p.progress = harness.Progress(*progress, stderr)
+			stopProfile, err := harness.CPUProfile(*cpuProfile)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
+				return 1
 			}
-			if *cpuProfile != "" {
-				f, err := os.Create(*cpuProfile)
-				if err != nil {
-					fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
-					return 1
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					fmt.Fprintf(stderr, "membus bench ingest: %v\n", err)
-					return 1
-				}
-				defer pprof.StopCPUProfile()
-			}
+			defer stopProfile()
 			ctx, stop := app.SignalContext()
 			defer stop()
 			var results []bench.Result

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"os"
-	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,19 +51,12 @@ func benchRecallCmd() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return cli.Exit(func() int {
-			if *cpuProfile != "" {
-				f, err := os.Create(*cpuProfile)
-				if err != nil {
-					fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
-					return 1
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
-					return 1
-				}
-				defer pprof.StopCPUProfile()
+			stopProfile, err := harness.CPUProfile(*cpuProfile)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
+				return 1
 			}
+			defer stopProfile()
 			p := recallParams{count: *count, warmup: *warmup, notes: stderr}
 			rb, err := harness.BackendFlag(*backend)
 			if err != nil {
@@ -85,9 +76,7 @@ func benchRecallCmd() *cobra.Command {
 				fmt.Fprintln(stderr, "membus bench recall: --count must be positive and --warmup not negative")
 				return 2
 			}
-			if *progress || harness.IsTerminal(stderr) {
-				p.progress = stderr
-			}
+			p.progress = harness.Progress(*progress, stderr)
 			ctx, stop := app.SignalContext()
 			defer stop()
 			results, err := benchRecall(ctx, p)

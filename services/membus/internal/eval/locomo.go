@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
-	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -559,7 +558,7 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalRe
 		return nil, err
 	}
 	fmt.Fprintf(p.notes, "membus: %d questions recalled (2 calls each) in %s\n", rep.Categories["1-4"].N+rep.Categories["5"].N, time.Since(start).Round(time.Millisecond))
-	if p.fusion != "" && p.fusion != "weighted" {
+	if p.fusion != "" && p.fusion != contract.FusionWeighted {
 		rep.Config = "fusion-" + p.fusion
 	}
 	reports := []evalReport{rep}
@@ -603,8 +602,8 @@ func locomoCommand() *cobra.Command {
 	asJSON := fs.Bool("json", false, "print docs/design.md §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw progress bars on stderr even when it is not a terminal")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	fusion := fs.String("fusion", "weighted", `recall fusion of the membus run: "weighted" (the default, 0.7 dense + 0.3 keyword), "rrf", or "dense" (the embedder alone, to measure it)`)
-	backend := fs.String("backend", "embedded", "embedded (SQLite, embedded NATS) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL, MEMBUS_NATS_URL or an embedded server, MEMBUS_QDRANT_URL or the local index)")
+	fusion := fs.String("fusion", contract.FusionWeighted, `recall fusion of the membus run: "weighted" (the default, 0.7 dense + 0.3 keyword), "rrf", or "dense" (the embedder alone, to measure it)`)
+	backend := fs.String("backend", "embedded", harness.BackendUsage)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return cli.Exit(func() int {
@@ -633,19 +632,12 @@ func locomoCommand() *cobra.Command {
 			if *limitConvs > 0 && *limitConvs < len(convs) {
 				convs = convs[:*limitConvs]
 			}
-			if *cpuProfile != "" {
-				f, err := os.Create(*cpuProfile)
-				if err != nil {
-					fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
-					return 1
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
-					return 1
-				}
-				defer pprof.StopCPUProfile()
+			stopProfile, err := harness.CPUProfile(*cpuProfile)
+			if err != nil {
+				fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+				return 1
 			}
+			defer stopProfile()
 			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, notes: stderr}
 			rb, err := harness.BackendFlag(*backend)
 			if err != nil {
@@ -653,9 +645,7 @@ func locomoCommand() *cobra.Command {
 				return 2
 			}
 			p.backend = rb
-			if *progress || harness.IsTerminal(stderr) {
-				p.progress = stderr
-			}
+			p.progress = harness.Progress(*progress, stderr)
 			ctx, stop := app.SignalContext()
 			defer stop()
 			start := time.Now()

@@ -34,45 +34,68 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger, cleanup 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	env, stop, done, err := StartIn(ctx, dir, cfg, logger, cleanup)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	closeEnv := func() {
+		if err := stop(); err != nil {
+			logger.Warn("services stopped with an error", "err", err)
+		}
+		os.RemoveAll(dir)
+	}
+	return env, closeEnv, done, nil
+}
+
+// drainTimeout bounds how long stop waits for the services to finish their in-flight work.
+const drainTimeout = 30 * time.Second
+
+// StartIn is Start on the data dir dir, which it leaves in place: the system tests restart on
+// the same data and their t.TempDir removes it. The returned stop stops the services, runs
+// cleanup and closes the environment; it returns the services' error, or an error when they
+// did not drain within 30 s.
+func StartIn(ctx context.Context, dir string, cfg config.Config, logger *slog.Logger, cleanup func(*app.Env)) (*app.Env, func() error, <-chan error, error) {
 	cfg.DataDir = dir
 	cfg.NATSListen = "127.0.0.1:0"
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, nil, nil, err
 	}
 	cfg.HTTPAddr = ln.Addr().String()
-	ln.Close()
+	if err := ln.Close(); err != nil {
+		return nil, nil, nil, err
+	}
 	if err := cfg.Validate(); err != nil {
-		os.RemoveAll(dir)
 		return nil, nil, nil, err
 	}
 	env, err := app.Open(ctx, cfg, logger)
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, nil, nil, err
 	}
 	services, err := app.BuildAll(env)
 	if err != nil {
 		env.Close()
-		os.RemoveAll(dir)
 		return nil, nil, nil, err
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
 	go func() { done <- env.RunAll(rctx, services...) }()
-	closeEnv := func() {
+	stop := func() error {
 		cancel()
-		if err := <-done; err != nil {
-			logger.Warn("services stopped with an error", "err", err)
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(drainTimeout):
+			err = fmt.Errorf("services did not drain within %s", drainTimeout)
 		}
 		if cleanup != nil {
 			cleanup(env)
 		}
 		env.Close()
-		os.RemoveAll(dir)
+		return err
 	}
-	return env, closeEnv, done, nil
+	return env, stop, done, nil
 }
 
 // DeleteRunStreams removes a run's streams (they carry its subject prefix) from an external
