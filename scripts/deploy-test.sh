@@ -17,6 +17,8 @@
 # 6. Tears everything down: containers, networks and volumes; the dockerd it started, its
 #    bridge, its iptables chains and rules, the FORWARD policy and ip_forward as they were.
 #
+# usage: deploy-test.sh [--prepare]   (--prepare: only steps 1 and the Debian base's download,
+#        no daemon; .ci/run runs it early in the background)
 # Environment: DEPLOY_STATE (default /var/tmp/membus-deploy: dockerd data, the debootstrap
 # tree and the image cache, kept for the next run; DEPLOY_PURGE=1 removes it at the end),
 # DEPLOY_MESSAGES (20000), DEPLOY_RATE (messages/s offered, 800), DEPLOY_SCALE_FIGURES=1 (also
@@ -53,6 +55,13 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 DOCKER=/usr/bin/docker
 [ -x "$DOCKER" ] || DOCKER=$(command -v docker)
+if [ "${1:-}" = --prepare ]; then
+  # Only what needs the network and disks, not the CPU or a daemon: .ci/run starts this in the
+  # background while it lints, so a fresh machine's downloads overlap other work.
+  DEPLOY_STATE=$STATE bash scripts/deploy-images.sh --rootfs
+  log "prepared in $(($(date +%s) - T0)) s"
+  exit 0
+fi
 
 # The host's network state before dockerd touches it, to restore it afterwards.
 OWN_DOCKERD=

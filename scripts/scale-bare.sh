@@ -9,6 +9,8 @@
 # (deploy/loadtest drain). Prints a table; leaves nothing running.
 #
 # usage: scale-bare.sh [MESSAGES]   (default 20000)
+# SCALE_NATS_SYNC=interval: JetStream's default fsync interval instead of `always` (to see
+# what the fsync per write costs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -34,6 +36,8 @@ make -s build >/dev/null
 mysql -u root -e "DROP DATABASE IF EXISTS membus_scale; CREATE DATABASE membus_scale CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 redis-cli -n 7 FLUSHDB >/dev/null
 
+SYNC=", sync_interval: always"
+[ "${SCALE_NATS_SYNC:-always}" = interval ] && SYNC=
 TOKEN=$(head -c 18 /dev/urandom | base64 | tr -dc A-Za-z0-9)
 URLS=nats://127.0.0.1:24222,nats://127.0.0.1:24223,nats://127.0.0.1:24224
 for i in 1 2 3; do
@@ -42,7 +46,7 @@ server_name: nats-$i
 listen: 127.0.0.1:$((24221 + i))
 http: 127.0.0.1:$((28221 + i))
 authorization { token: "$TOKEN" }
-jetstream { store_dir: "$W/js-$i", sync_interval: always }
+jetstream { store_dir: "$W/js-$i"$SYNC }
 cluster {
   name: membus-scale
   listen: 127.0.0.1:$((26221 + i))
@@ -78,7 +82,7 @@ stop_ingest() { kill "${ING[$1]}" 2>/dev/null; wait "${ING[$1]}" 2>/dev/null || 
 # A fresh cluster may not take stream creation yet; like a restart policy, try again.
 for try in 1 2 3 4 5; do start_ingest 1 2>"$W/start.err" && break; [ "$try" = 5 ] && { cat "$W/start.err" >&2; exit 1; }; sleep 2; done
 stop_ingest 1
-log "3-node NATS cluster, streams R3, MariaDB + Redis; $MESSAGES messages per run"
+log "3-node NATS cluster, streams R3, sync ${SCALE_NATS_SYNC:-always}, MariaDB + Redis; $MESSAGES messages per run"
 printf '\n%-16s %-10s %-12s %-8s %s\n' "ingest replicas" "msg/s" "drain s" "load" "CPU (top 5 processes, % of one core)"
 for n in 1 2 3; do
   run=scale$n-$(date +%s)
