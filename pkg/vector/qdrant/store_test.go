@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
-	neturl "net/url"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,22 +69,7 @@ func TestRealQdrant(t *testing.T) {
 	_, _ = rand.Read(b[:])
 	cfg := qdrant.Config{URL: url, Collection: "membus_test_" + hex.EncodeToString(b[:]), Model: vectortest.Model, Dim: vectortest.Dim}
 	open(t, cfg) // creates the collection
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		u, err := neturl.Parse(url)
-		if err != nil {
-			return
-		}
-		port, _ := strconv.Atoi(u.Port())
-		c, err := qc.NewClient(&qc.Config{Host: u.Hostname(), Port: port, UseTLS: u.Scheme == "https",
-			APIKey: u.Query().Get("api-key"), SkipCompatibilityCheck: true})
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_ = c.DeleteCollection(ctx, cfg.Collection)
-	})
+	t.Cleanup(func() { dropCollection(url, cfg.Collection) })
 	vectortest.Run(t, func(t *testing.T) vector.Store { return open(t, cfg) })
 	vectortest.RunReopen(t,
 		func(t *testing.T) vector.Store { return open(t, cfg) },
