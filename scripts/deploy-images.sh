@@ -67,10 +67,10 @@ mkdir -p "$BUILD"
 log "building bin/membus"
 make -s build >/dev/null
 cp bin/membus "$BUILD/membus"
-if [ ! -x "$BUILD/nats-server" ]; then
-  log "building nats-server v2.15.2 (static) from the Go module proxy"
-  CGO_ENABLED=0 GOBIN=$BUILD GOFLAGS=-trimpath go install -ldflags '-s -w' github.com/nats-io/nats-server/v2@v2.15.2
-fi
+# The tests' static nats-server (built once into the tools cache from the Go module proxy).
+nats=$(bash scripts/nats-server.sh 2>/dev/null | sed -n 's/^export MEMBUS_TEST_NATS_SERVER=//p')
+[ -x "$nats" ] || die "scripts/nats-server.sh gave no nats-server"
+cp "$nats" "$BUILD/nats-server"
 if [ -n "$LOADTEST" ]; then
   log "building membus/loadtest"
   (cd deploy/loadtest && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$BUILD/loadtest" .)

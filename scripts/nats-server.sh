@@ -4,12 +4,14 @@
 set -euo pipefail
 VERSION=${NATS_SERVER_VERSION:-v2.15.2}
 CACHE=${MEMBUS_TOOLS_DIR:-$HOME/.cache/membus/tools}
-BIN="$CACHE/nats-server-$VERSION"
+# Static (no cgo): the same binary runs the multi-process tests and, copied into a FROM-scratch
+# image, the NATS nodes of deploy/'s offline stack (scripts/deploy-images.sh).
+BIN="$CACHE/nats-server-$VERSION-static"
 if [ ! -x "$BIN" ]; then
   mkdir -p "$CACHE"
   echo "[nats-server] building nats-server $VERSION (once)" >&2
   tmp=$(mktemp -d)
-  GOBIN="$tmp" GOFLAGS= go install "github.com/nats-io/nats-server/v2@$VERSION" >&2
+  CGO_ENABLED=0 GOBIN="$tmp" GOFLAGS=-trimpath go install -ldflags '-s -w' "github.com/nats-io/nats-server/v2@$VERSION" >&2
   mv "$tmp/nats-server" "$BIN"
   rm -rf "$tmp"
 fi
