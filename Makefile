@@ -21,9 +21,12 @@ build:
 run: build
 	./$(BIN)/membus up $(RUN_ARGS)
 
-# Each module is tested on its own: the workspace root is not a module.
+# One `go test` over every module of the workspace (by module path: the root is not a module), so
+# the packages of all modules share go test's parallel slots and a long package of one module
+# overlaps the next module's instead of running alone.
+PACKAGES := $(shell $(GO) list -m -f '{{.Path}}/...' 2>/dev/null)
 test:
-	@set -e; for d in $(MODULES); do echo "== go test $$d"; (cd $$d && $(GO) test $(TEST_FLAGS) ./...); done
+	$(GO) test $(TEST_FLAGS) $(PACKAGES)
 	bash clients/openclaw/scripts/test.sh
 
 # A short, bounded fuzz run of the gateway's request decoders (FUZZTIME=1m for longer).
