@@ -32,7 +32,7 @@ test:
 # A short, bounded fuzz run of the gateway's request decoders (FUZZTIME=1m for longer).
 FUZZTIME ?= 10s
 fuzz:
-	cd services/gateway && $(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) .
+	cd services/gateway && $(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./request
 
 # Go benchmarks of every module (BENCHTIME=2s for steadier numbers).
 BENCHTIME ?= 1s

@@ -9,39 +9,22 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/services/gateway/request"
 )
 
-// Error codes of the HTTP error body {"error": {"code", "message", "request_id"}}.
+// Error codes of the HTTP error body {"error": {"code", "message", "request_id"}}, besides
+// the decoders' (request.CodeBadRequest, request.CodePayloadTooLarge).
 const (
-	codeBadRequest       = "bad_request"
 	codeUnauthorized     = "unauthorized"
 	codeForbidden        = "forbidden"
 	codeNotFound         = "not_found"
 	codeMethodNotAllowed = "method_not_allowed"
-	codePayloadTooLarge  = "payload_too_large"
 	codeUnavailable      = "unavailable"
 	codeInternal         = "internal"
 )
 
-// apiError is an HTTP error a handler answers with.
-type apiError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *apiError) Error() string { return e.Code + ": " + e.Message }
-
-func badRequest(msg string) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Code: codeBadRequest, Message: msg}
-}
-
-func tooLarge(msg string) *apiError {
-	return &apiError{Status: http.StatusRequestEntityTooLarge, Code: codePayloadTooLarge, Message: msg}
-}
-
-func unavailable(msg string) *apiError {
-	return &apiError{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Message: msg}
+func unavailable(msg string) *request.Error {
+	return &request.Error{Status: http.StatusServiceUnavailable, Code: codeUnavailable, Message: msg}
 }
 
 type errorBody struct {
@@ -63,7 +46,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError answers with the error body; the request id is the one observe put on the
 // response header.
-func writeError(w http.ResponseWriter, e *apiError) {
+func writeError(w http.ResponseWriter, e *request.Error) {
 	writeJSON(w, e.Status, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message,
 		RequestID: w.Header().Get(headerRequestID)}})
 }
@@ -71,24 +54,24 @@ func writeError(w http.ResponseWriter, e *apiError) {
 // rpcError maps a bus.Call failure to HTTP: bad_request→400, not_found→404, unavailable
 // (no responders, timeouts, a lost connection)→503, anything else→500. Internal details are
 // logged by the caller, not sent.
-func rpcError(op string, err error) *apiError {
+func rpcError(op string, err error) *request.Error {
 	var ce *bus.RPCCallError
 	if errors.As(err, &ce) {
 		switch ce.Code {
 		case bus.CodeBadRequest:
-			return badRequest(ce.Message)
+			return request.BadRequest(ce.Message)
 		case bus.CodeNotFound:
-			return &apiError{Status: http.StatusNotFound, Code: codeNotFound, Message: ce.Message}
+			return &request.Error{Status: http.StatusNotFound, Code: codeNotFound, Message: ce.Message}
 		case bus.CodeUnavailable:
 			return unavailable(op + " is unavailable: " + ce.Message)
 		default:
-			return &apiError{Status: http.StatusInternalServerError, Code: codeInternal, Message: op + " failed"}
+			return &request.Error{Status: http.StatusInternalServerError, Code: codeInternal, Message: op + " failed"}
 		}
 	}
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &se) || errors.As(err, &te) {
-		return &apiError{Status: http.StatusInternalServerError, Code: codeInternal, Message: op + " answered an unreadable response"}
+		return &request.Error{Status: http.StatusInternalServerError, Code: codeInternal, Message: op + " answered an unreadable response"}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
 		return unavailable(op + " timed out")

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/services/gateway/request"
 )
 
 // RPC ops of the archive tools (served by recall; docs/design.md §6 "Tools").
@@ -26,7 +27,7 @@ func (s *Service) searchArchives(w http.ResponseWriter, r *http.Request, id iden
 	}
 	q := r.URL.Query().Get("q")
 	if q == "" || len(q) > maxArchiveQueryLen {
-		writeError(w, badRequest("q must be 1–4000 bytes"))
+		writeError(w, request.BadRequest("q must be 1–4000 bytes"))
 		return
 	}
 	limit, aerr := queryInt(r, "limit")
@@ -35,7 +36,7 @@ func (s *Service) searchArchives(w http.ResponseWriter, r *http.Request, id iden
 		return
 	}
 	if limit > 200 {
-		writeError(w, badRequest("limit must be at most 200"))
+		writeError(w, request.BadRequest("limit must be at most 200"))
 		return
 	}
 	req := contract.ArchiveSearchRequest{V: contract.Version, UserID: id.User, SessionID: session, Query: q, Limit: limit}

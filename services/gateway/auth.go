@@ -10,6 +10,7 @@ import (
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/services/gateway/request"
 )
 
 // Identity headers (docs/design.md §11).
@@ -21,9 +22,6 @@ const (
 
 // insecureDefault is the account and user of insecure mode when the headers are absent.
 const insecureDefault = "default"
-
-// maxUserIDLen is the longest user id accepted (the schemas' user_id maxLength).
-const maxUserIDLen = 256
 
 // keyLookupTimeout bounds one API-key lookup.
 const keyLookupTimeout = 5 * time.Second
@@ -90,11 +88,11 @@ func (s *Service) guard(a access, h func(http.ResponseWriter, *http.Request, ide
 	}
 }
 
-func (s *Service) identify(r *http.Request, a access) (identity, *apiError) {
+func (s *Service) identify(r *http.Request, a access) (identity, *request.Error) {
 	if s.cfg.InsecureNoAuth {
 		account := headerOr(r, headerAccount, insecureDefault)
 		if err := bus.ValidAccount(account); err != nil {
-			return identity{}, badRequest(headerAccount + ": " + err.Error())
+			return identity{}, request.BadRequest(headerAccount + ": " + err.Error())
 		}
 		user := headerOr(r, headerUser, insecureDefault)
 		if err := validUserID(user); err != nil {
@@ -119,7 +117,7 @@ func (s *Service) identify(r *http.Request, a access) (identity, *apiError) {
 	}
 	if err := bus.ValidAccount(key.AccountID); err != nil {
 		s.log.Error("api key bound to an invalid account", "key_id", key.ID, "error", err.Error())
-		return identity{}, &apiError{Status: http.StatusInternalServerError, Code: codeInternal, Message: "the API key is bound to an invalid account"}
+		return identity{}, &request.Error{Status: http.StatusInternalServerError, Code: codeInternal, Message: "the API key is bound to an invalid account"}
 	}
 
 	named := strings.TrimSpace(r.Header.Get(headerUser))
@@ -141,12 +139,12 @@ func (s *Service) identify(r *http.Request, a access) (identity, *apiError) {
 			return identity{}, forbidden("a user key acts only for its own user; " + headerUser + " names another")
 		}
 		if key.UserID == "" {
-			return identity{}, &apiError{Status: http.StatusInternalServerError, Code: codeInternal, Message: "the user key has no user"}
+			return identity{}, &request.Error{Status: http.StatusInternalServerError, Code: codeInternal, Message: "the user key has no user"}
 		}
 		return identity{Account: key.AccountID, User: key.UserID, KeyID: key.ID, Role: key.Role}, nil
 	case store.RoleAdmin:
 		if named == "" {
-			return identity{}, badRequest("an admin key must name the user with " + headerUser)
+			return identity{}, request.BadRequest("an admin key must name the user with " + headerUser)
 		}
 		if err := validUserID(named); err != nil {
 			return identity{}, err
@@ -160,7 +158,7 @@ func (s *Service) identify(r *http.Request, a access) (identity, *apiError) {
 }
 
 // presentedKey reads "Authorization: Bearer <key>", else X-API-Key.
-func presentedKey(r *http.Request) (string, *apiError) {
+func presentedKey(r *http.Request) (string, *request.Error) {
 	if auth := r.Header.Get("Authorization"); auth != "" {
 		scheme, key, ok := strings.Cut(strings.TrimSpace(auth), " ")
 		key = strings.TrimSpace(key)
@@ -182,17 +180,17 @@ func headerOr(r *http.Request, name, def string) string {
 	return def
 }
 
-func validUserID(user string) *apiError {
-	if len(user) > maxUserIDLen || !utf8.ValidString(user) {
-		return badRequest(headerUser + ": a user id is 1–256 bytes of UTF-8")
+func validUserID(user string) *request.Error {
+	if len(user) > request.MaxUserIDLen || !utf8.ValidString(user) {
+		return request.BadRequest(headerUser + ": a user id is 1–256 bytes of UTF-8")
 	}
 	return nil
 }
 
-func unauthorized(msg string) *apiError {
-	return &apiError{Status: http.StatusUnauthorized, Code: codeUnauthorized, Message: msg}
+func unauthorized(msg string) *request.Error {
+	return &request.Error{Status: http.StatusUnauthorized, Code: codeUnauthorized, Message: msg}
 }
 
-func forbidden(msg string) *apiError {
-	return &apiError{Status: http.StatusForbidden, Code: codeForbidden, Message: msg}
+func forbidden(msg string) *request.Error {
+	return &request.Error{Status: http.StatusForbidden, Code: codeForbidden, Message: msg}
 }

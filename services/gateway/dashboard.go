@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/membus/membus/services/gateway/request"
 )
 
 // The dashboard's routes.
@@ -35,7 +37,7 @@ const dashboardCSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 
 func (s *Service) dashboardPage(w http.ResponseWriter, _ *http.Request) {
 	page, err := dashboardFS.ReadFile("dashboard/index.html")
 	if err != nil {
-		writeError(w, &apiError{Status: http.StatusInternalServerError, Code: codeInternal, Message: "dashboard missing from the build"})
+		writeError(w, &request.Error{Status: http.StatusInternalServerError, Code: codeInternal, Message: "dashboard missing from the build"})
 		return
 	}
 	h := w.Header()
@@ -56,7 +58,7 @@ func (s *Service) dashboardStream(w http.ResponseWriter, r *http.Request, id ide
 		ms, err := strconv.Atoi(v)
 		d := time.Duration(ms) * time.Millisecond
 		if err != nil || d < dashMinInterval || d > dashMaxInterval {
-			writeError(w, badRequest(fmt.Sprintf("interval_ms must be %d–%d", dashMinInterval.Milliseconds(), dashMaxInterval.Milliseconds())))
+			writeError(w, request.BadRequest(fmt.Sprintf("interval_ms must be %d–%d", dashMinInterval.Milliseconds(), dashMaxInterval.Milliseconds())))
 			return
 		}
 		interval = d

@@ -16,6 +16,7 @@ import (
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/metrics"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/services/gateway/request"
 )
 
 // Dashboard feed limits.
@@ -270,7 +271,7 @@ func (f *dashFeed) refreshStats(ctx context.Context, now time.Time) {
 		return
 	}
 	all := f.id.Role == store.RoleOperator
-	ask := func(kind string, req contract.StatsRequest) (contract.StatsResponse, *apiError) {
+	ask := func(kind string, req contract.StatsRequest) (contract.StatsResponse, *request.Error) {
 		req.V, req.Kind, req.AllAccounts = contract.Version, kind, all
 		var resp contract.StatsResponse
 		aerr := f.s.call(ctx, f.id, opStats, f.s.cfg.RPCTimeout, req, &resp)

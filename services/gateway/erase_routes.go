@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/services/gateway/request"
 )
 
 // opErase is the erasure RPC (served by recall, which holds the stores).
@@ -31,7 +32,7 @@ func (s *Service) deleteSession(w http.ResponseWriter, r *http.Request, id ident
 func (s *Service) deleteUser(w http.ResponseWriter, r *http.Request, id identity) {
 	user := strings.TrimSpace(r.PathValue("user_id"))
 	if user == "" {
-		writeError(w, badRequest("user_id is required"))
+		writeError(w, request.BadRequest("user_id is required"))
 		return
 	}
 	if aerr := validUserID(user); aerr != nil {

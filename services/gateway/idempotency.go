@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/services/gateway/request"
 )
 
 // Error codes of Idempotency-Key misuse.
@@ -76,7 +77,7 @@ func (s *Service) idempotent(h func(http.ResponseWriter, *http.Request, identity
 		}
 		switch {
 		case prev != nil && prev.Fingerprint != fp:
-			writeError(w, &apiError{Status: http.StatusUnprocessableEntity, Code: codeIdempotencyReuse,
+			writeError(w, &request.Error{Status: http.StatusUnprocessableEntity, Code: codeIdempotencyReuse,
 				Message: headerIdempotencyKey + " was used for a different request; use a new key"})
 			return
 		case prev != nil:
@@ -86,7 +87,7 @@ func (s *Service) idempotent(h func(http.ResponseWriter, *http.Request, identity
 			_, _ = w.Write(prev.Body)
 			return
 		case !reserved:
-			writeError(w, &apiError{Status: http.StatusConflict, Code: codeConflict,
+			writeError(w, &request.Error{Status: http.StatusConflict, Code: codeConflict,
 				Message: "a request with this " + headerIdempotencyKey + " is still running; retry later"})
 			return
 		}

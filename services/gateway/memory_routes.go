@@ -10,6 +10,7 @@ import (
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/services/gateway/request"
 )
 
 // forgetMinScore is the score a single candidate needs for forget-by-query to delete it
@@ -37,13 +38,6 @@ func storeSession(user, agent string) string {
 	return storeSessionPrefix + agent + "-" + bus.MsgID("store-session", user)[:16]
 }
 
-// storeRequest is the body of POST /v1/memories.
-type storeRequest struct {
-	Text      string `json:"text"`
-	AgentID   string `json:"agent_id"`
-	TimeoutMS *int   `json:"timeout_ms"`
-}
-
 // storeResponse answers POST /v1/memories: the commit that extracted the text.
 type storeResponse struct {
 	SessionID string                `json:"session_id"`
@@ -67,18 +61,18 @@ func (s *Service) storeMemory(w http.ResponseWriter, r *http.Request, id identit
 		writeError(w, aerr)
 		return
 	}
-	var in storeRequest
-	if aerr := decodeJSON(body, &in, false); aerr != nil {
+	var in request.Store
+	if aerr := request.DecodeJSON(body, &in, false); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
 	text := strings.TrimSpace(in.Text)
 	switch {
 	case text == "":
-		writeError(w, badRequest("text is required"))
+		writeError(w, request.BadRequest("text is required"))
 		return
 	case utf8.RuneCountInString(text) > maxStoreTextChars:
-		writeError(w, tooLarge(fmt.Sprintf("text is over %d characters", maxStoreTextChars)))
+		writeError(w, request.TooLarge(fmt.Sprintf("text is over %d characters", maxStoreTextChars)))
 		return
 	}
 	agent := in.AgentID
@@ -92,7 +86,7 @@ func (s *Service) storeMemory(w http.ResponseWriter, r *http.Request, id identit
 	timeout := s.cfg.CommitTimeout
 	if in.TimeoutMS != nil {
 		if *in.TimeoutMS <= 0 {
-			writeError(w, badRequest("timeout_ms must be > 0"))
+			writeError(w, request.BadRequest("timeout_ms must be > 0"))
 			return
 		}
 		timeout = time.Duration(*in.TimeoutMS) * time.Millisecond
@@ -112,7 +106,7 @@ func (s *Service) storeMemory(w http.ResponseWriter, r *http.Request, id identit
 		SentAt: now,
 	}
 	if err := ev.Validate(); err != nil {
-		writeError(w, badRequest(err.Error()))
+		writeError(w, request.BadRequest(err.Error()))
 		return
 	}
 	pctx, cancel := context.WithTimeout(r.Context(), s.cfg.RPCTimeout)
@@ -137,12 +131,6 @@ func (s *Service) storeMemory(w http.ResponseWriter, r *http.Request, id identit
 	writeJSON(w, http.StatusOK, storeResponse{SessionID: session, MessageID: msgID, Result: res})
 }
 
-// forgetRequest is the body of POST /v1/memories/forget.
-type forgetRequest struct {
-	Query   string `json:"query"`
-	AgentID string `json:"agent_id"`
-}
-
 // forgetResponse answers forget-by-query: the deleted memory, or the candidates when not
 // exactly one scored ≥ 0.85.
 type forgetResponse struct {
@@ -159,14 +147,14 @@ func (s *Service) forgetByQuery(w http.ResponseWriter, r *http.Request, id ident
 		writeError(w, aerr)
 		return
 	}
-	var in forgetRequest
-	if aerr := decodeJSON(body, &in, false); aerr != nil {
+	var in request.Forget
+	if aerr := request.DecodeJSON(body, &in, false); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
 	in.Query = strings.TrimSpace(in.Query)
 	if in.Query == "" {
-		writeError(w, badRequest("query is required"))
+		writeError(w, request.BadRequest("query is required"))
 		return
 	}
 	if aerr := s.checkQuery(in.Query); aerr != nil {
@@ -213,9 +201,9 @@ func (s *Service) forgetByQuery(w http.ResponseWriter, r *http.Request, id ident
 
 // checkQuery applies Config.MaxQueryChars: an over-long query is 413 (a limit, like the body
 // size), counted in characters.
-func (s *Service) checkQuery(q string) *apiError {
+func (s *Service) checkQuery(q string) *request.Error {
 	if n := utf8.RuneCountInString(q); n > s.cfg.MaxQueryChars {
-		return tooLarge(fmt.Sprintf("query is %d characters, over the limit of %d", n, s.cfg.MaxQueryChars))
+		return request.TooLarge(fmt.Sprintf("query is %d characters, over the limit of %d", n, s.cfg.MaxQueryChars))
 	}
 	return nil
 }

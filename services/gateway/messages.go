@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,13 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/services/gateway/request"
 )
 
 // defaultAgentID is the agent of a turn whose body names none (docs/design.md §3).
@@ -23,23 +21,6 @@ const defaultAgentID = "main"
 
 // sourceHTTP is TurnEvent.Source of turns posted to the gateway.
 const sourceHTTP = "http"
-
-// messagesRequest is the body of POST /v1/sessions/{session_id}/messages.
-type messagesRequest struct {
-	AgentID              string      `json:"agent_id"`
-	Messages             []messageIn `json:"messages"`
-	CommitTokenThreshold *int        `json:"commit_token_threshold"`
-	KeepRecent           *int        `json:"keep_recent"`
-}
-
-// messageIn is one posted message: content is a string or an array of parts.
-type messageIn struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name"`
-	ExternalID string          `json:"external_id"`
-	CreatedAt  *time.Time      `json:"created_at"`
-}
 
 // messagesResponse answers 202.
 type messagesResponse struct {
@@ -59,11 +40,11 @@ func (s *Service) postMessages(w http.ResponseWriter, r *http.Request, id identi
 	}
 	data, err := json.Marshal(ev)
 	if err != nil {
-		writeError(w, &apiError{Status: http.StatusInternalServerError, Code: codeInternal, Message: "encode turn event"})
+		writeError(w, &request.Error{Status: http.StatusInternalServerError, Code: codeInternal, Message: "encode turn event"})
 		return
 	}
 	if limit := s.deps.NC.MaxPayload(); limit > 0 && int64(len(data)) > limit {
-		writeError(w, tooLarge(fmt.Sprintf("the turn is %d bytes encoded, over the bus limit of %d; send fewer messages per request", len(data), limit)))
+		writeError(w, request.TooLarge(fmt.Sprintf("the turn is %d bytes encoded, over the bus limit of %d; send fewer messages per request", len(data), limit)))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RPCTimeout)
@@ -72,7 +53,7 @@ func (s *Service) postMessages(w http.ResponseWriter, r *http.Request, id identi
 	ack, err := bus.Publish(ctx, s.deps.JS, subject, ev.EventID, data, nil)
 	if err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
-			writeError(w, tooLarge("the turn is over the bus payload limit; send fewer messages per request"))
+			writeError(w, request.TooLarge("the turn is over the bus payload limit; send fewer messages per request"))
 			return
 		}
 		s.log.Warn("publish turn failed", "account", id.Account, "event_id", ev.EventID, "error", err.Error())
@@ -84,7 +65,7 @@ func (s *Service) postMessages(w http.ResponseWriter, r *http.Request, id identi
 }
 
 // turnEvent reads, checks and normalises the request into the TurnEvent to publish.
-func (s *Service) turnEvent(w http.ResponseWriter, r *http.Request, id identity) (*contract.TurnEvent, *apiError) {
+func (s *Service) turnEvent(w http.ResponseWriter, r *http.Request, id identity) (*contract.TurnEvent, *request.Error) {
 	session, aerr := sessionID(r)
 	if aerr != nil {
 		return nil, aerr
@@ -97,12 +78,12 @@ func (s *Service) turnEvent(w http.ResponseWriter, r *http.Request, id identity)
 	if aerr != nil {
 		return nil, aerr
 	}
-	var req messagesRequest
-	if aerr := decodeJSON(body, &req, false); aerr != nil {
+	var req request.Messages
+	if aerr := request.DecodeJSON(body, &req, false); aerr != nil {
 		return nil, aerr
 	}
 	if len(req.Messages) > s.cfg.MaxMessagesPerRequest {
-		return nil, tooLarge(fmt.Sprintf("%d messages, over the limit of %d per request", len(req.Messages), s.cfg.MaxMessagesPerRequest))
+		return nil, request.TooLarge(fmt.Sprintf("%d messages, over the limit of %d per request", len(req.Messages), s.cfg.MaxMessagesPerRequest))
 	}
 	agent := req.AgentID
 	if agent == "" {
@@ -112,7 +93,7 @@ func (s *Service) turnEvent(w http.ResponseWriter, r *http.Request, id identity)
 		return nil, aerr
 	}
 	if req.KeepRecent != nil && contract.CheckKeepRecent(*req.KeepRecent) != nil {
-		return nil, badRequest(fmt.Sprintf("keep_recent must be 0–%d", contract.MaxKeepRecent))
+		return nil, request.BadRequest(fmt.Sprintf("keep_recent must be 0–%d", contract.MaxKeepRecent))
 	}
 
 	// The base of derived message ids: the idempotency key, else the body's hash, so a retried
@@ -126,7 +107,7 @@ func (s *Service) turnEvent(w http.ResponseWriter, r *http.Request, id identity)
 	ids := make([]string, 0, len(req.Messages)+2)
 	ids = append(ids, id.Account, session)
 	for i, in := range req.Messages {
-		m, aerr := normaliseMessage(in, i, base, now)
+		m, aerr := request.Normalise(in, i, base, now)
 		if aerr != nil {
 			return nil, aerr
 		}
@@ -151,7 +132,7 @@ func (s *Service) turnEvent(w http.ResponseWriter, r *http.Request, id identity)
 		SentAt:    now,
 	}
 	if err := ev.Validate(); err != nil {
-		return nil, badRequest(err.Error())
+		return nil, request.BadRequest(err.Error())
 	}
 	return ev, nil
 }
@@ -161,81 +142,6 @@ func (s *Service) turnEvent(w http.ResponseWriter, r *http.Request, id identity)
 // the same key never deduplicate each other's turns in the shared TURNS stream.
 func eventIDForKey(account, session, key string) string {
 	return "http-" + bus.MsgID("http-idempotency-key", account, session, key)
-}
-
-// normaliseMessage turns one posted message into a contract.Message: string content becomes
-// one text part, position is the index, created_at defaults to now (UTC), message_id is
-// external_id or derived from base and the position.
-func normaliseMessage(in messageIn, pos int, base string, now time.Time) (contract.Message, *apiError) {
-	where := fmt.Sprintf("messages[%d]", pos)
-	switch in.Role {
-	case contract.RoleUser, contract.RoleAssistant, contract.RoleTool:
-	default:
-		return contract.Message{}, badRequest(fmt.Sprintf("%s: role must be user, assistant or tool, got %q", where, in.Role))
-	}
-	parts, aerr := parseContent(in.Content, where)
-	if aerr != nil {
-		return contract.Message{}, aerr
-	}
-	m := contract.Message{MessageID: in.ExternalID, Position: pos, Role: in.Role, Parts: parts, Name: in.Name, CreatedAt: now}
-	if size := messageSize(m); size > contract.MaxMessageBytes {
-		return contract.Message{}, tooLarge(fmt.Sprintf("%s is %d bytes, over the %d-byte limit of one message", where, size, contract.MaxMessageBytes))
-	}
-	if len(in.ExternalID) > maxIdempotencyKeyLen {
-		return contract.Message{}, badRequest(fmt.Sprintf("%s: external_id must be at most %d bytes", where, maxIdempotencyKeyLen))
-	}
-	if len(in.Name) > maxUserIDLen {
-		return contract.Message{}, badRequest(fmt.Sprintf("%s: name must be at most %d bytes", where, maxUserIDLen))
-	}
-	if m.MessageID == "" {
-		m.MessageID = bus.MsgID("http-message", base, strconv.Itoa(pos))
-	}
-	if in.CreatedAt != nil && !in.CreatedAt.IsZero() {
-		m.CreatedAt = in.CreatedAt.UTC()
-	}
-	return m, nil
-}
-
-// parseContent accepts a string (one text part) or an array of parts.
-func parseContent(raw json.RawMessage, where string) ([]contract.Part, *apiError) {
-	raw = bytes.TrimSpace(raw)
-	switch {
-	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
-		return nil, badRequest(where + ": content is required")
-	case raw[0] == '"':
-		var text string
-		if err := json.Unmarshal(raw, &text); err != nil {
-			return nil, badRequest(where + ": content: " + err.Error())
-		}
-		if text == "" {
-			return nil, badRequest(where + ": content must not be empty")
-		}
-		return []contract.Part{{Type: contract.PartText, Text: text}}, nil
-	case raw[0] == '[':
-		var parts []contract.Part
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return nil, badRequest(where + ": content parts: " + err.Error())
-		}
-		for j, p := range parts {
-			if p.Type == contract.PartText && p.Text == "" {
-				return nil, badRequest(fmt.Sprintf("%s: parts[%d]: text must not be empty", where, j))
-			}
-		}
-		return parts, nil
-	default:
-		return nil, badRequest(where + ": content must be a string or an array of parts")
-	}
-}
-
-// messageSize counts a message's text the way contract validation does (docs/design.md §2: one
-// message ≤ 256 KiB).
-func messageSize(m contract.Message) int {
-	size := 0
-	for _, p := range m.Parts {
-		size += len(p.Text) + len(p.Caption) + len(p.URL) + len(p.ID) + len(p.Name) +
-			len(p.Arguments) + len(p.ToolCallID) + len(p.Output)
-	}
-	return size
 }
 
 // clampThreshold clamps a requested commit threshold to 2000–200000 (docs/design.md §2).

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/membus/membus/services/gateway/request"
 )
 
 // headerRequestID carries the request id: echoed when the caller sent a sane one, else
@@ -53,11 +55,11 @@ func (s *Service) serve(w *statusWriter, r *http.Request, mux *http.ServeMux) (r
 		h.ServeHTTP(probe, r)
 		switch probe.status {
 		case http.StatusNotFound:
-			writeError(w, &apiError{Status: http.StatusNotFound, Code: codeNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
+			writeError(w, &request.Error{Status: http.StatusNotFound, Code: codeNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
 			return "unmatched"
 		case http.StatusMethodNotAllowed:
 			w.Header().Set("Allow", probe.Header().Get("Allow"))
-			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Code: codeMethodNotAllowed,
+			writeError(w, &request.Error{Status: http.StatusMethodNotAllowed, Code: codeMethodNotAllowed,
 				Message: r.Method + " is not allowed on " + r.URL.Path})
 			return "unmatched"
 		}
@@ -71,7 +73,7 @@ func (s *Service) serve(w *statusWriter, r *http.Request, mux *http.ServeMux) (r
 			s.log.Error("handler panic", "route", pattern, "panic", fmt.Sprint(v),
 				"request_id", w.Header().Get(headerRequestID))
 			if w.status == 0 {
-				writeError(w, &apiError{Status: http.StatusInternalServerError, Code: codeInternal, Message: "internal error"})
+				writeError(w, &request.Error{Status: http.StatusInternalServerError, Code: codeInternal, Message: "internal error"})
 			}
 			route = pattern
 		}

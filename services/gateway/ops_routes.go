@@ -6,6 +6,7 @@ import (
 
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/services/gateway/request"
 )
 
 // RPC ops of the digests and the ops figures.
@@ -23,7 +24,7 @@ func (s *Service) getSummary(w http.ResponseWriter, r *http.Request, id identity
 	switch period {
 	case "day", "week", "month":
 	default:
-		writeError(w, badRequest("period must be day, week or month"))
+		writeError(w, request.BadRequest("period must be day, week or month"))
 		return
 	}
 	date := q.Get("date")
@@ -31,7 +32,7 @@ func (s *Service) getSummary(w http.ResponseWriter, r *http.Request, id identity
 		date = s.deps.Now().UTC().Format(time.DateOnly)
 	}
 	if _, err := time.Parse(time.DateOnly, date); err != nil {
-		writeError(w, badRequest("date must be YYYY-MM-DD"))
+		writeError(w, request.BadRequest("date must be YYYY-MM-DD"))
 		return
 	}
 	agent := q.Get("agent_id")
@@ -54,17 +55,17 @@ func (s *Service) getSummary(w http.ResponseWriter, r *http.Request, id identity
 func (s *Service) stats(kind string) func(http.ResponseWriter, *http.Request, identity) {
 	return func(w http.ResponseWriter, r *http.Request, id identity) {
 		req := contract.StatsRequest{V: contract.Version, Kind: kind, AllAccounts: id.Role == store.RoleOperator}
-		var aerr *apiError
+		var aerr *request.Error
 		switch kind {
 		case contract.StatsTrends:
 			req.Days, aerr = queryInt(r, "days")
 			if aerr == nil && req.Days > 366 {
-				aerr = badRequest("days must be 1–366")
+				aerr = request.BadRequest("days must be 1–366")
 			}
 		case contract.StatsAgents:
 			req.Limit, aerr = queryInt(r, "limit")
 			if aerr == nil && req.Limit > 100 {
-				aerr = badRequest("limit must be 1–100")
+				aerr = request.BadRequest("limit must be 1–100")
 			}
 		}
 		if aerr != nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/membus/membus/services/gateway/request"
 )
 
 // codeRateLimited is the error code of a 429.
@@ -24,7 +26,7 @@ type rateLimiter interface {
 // rateLimit answers 429 with Retry-After (whole seconds, at least 1) when the caller's bucket
 // is empty. A limiter that fails (Redis down) lets the request through: the limit protects the
 // service, and refusing every request while Redis is away would be an outage of its own.
-func (s *Service) rateLimit(w http.ResponseWriter, r *http.Request, id identity) *apiError {
+func (s *Service) rateLimit(w http.ResponseWriter, r *http.Request, id identity) *request.Error {
 	ok, wait, err := s.limiter.allow(r.Context(), id.rateKey())
 	if err != nil {
 		s.log.Warn("rate limiter unavailable; request let through", "error", err.Error())
@@ -35,7 +37,7 @@ func (s *Service) rateLimit(w http.ResponseWriter, r *http.Request, id identity)
 	}
 	secs := max(1, int(math.Ceil(wait.Seconds())))
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	return &apiError{Status: http.StatusTooManyRequests, Code: codeRateLimited,
+	return &request.Error{Status: http.StatusTooManyRequests, Code: codeRateLimited,
 		Message: fmt.Sprintf("over %g requests per second (burst %d) for this key; retry after %d s", s.cfg.RateLimit, s.cfg.RateBurst, secs)}
 }
 

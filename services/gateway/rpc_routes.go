@@ -8,6 +8,7 @@ import (
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/services/gateway/request"
 )
 
 // RPC ops the gateway calls (served by recall and extract on <p>.rpc.<account>.<op>).
@@ -26,7 +27,7 @@ const (
 const commitRPCSlack = 5 * time.Second
 
 // call runs one RPC for the caller's account: the subject's account is always id.Account.
-func (s *Service) call(ctx context.Context, id identity, op string, timeout time.Duration, req, resp any) *apiError {
+func (s *Service) call(ctx context.Context, id identity, op string, timeout time.Duration, req, resp any) *request.Error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := bus.Call(ctx, s.deps.NC, s.deps.Names.RPC(id.Account, op), req, resp); err != nil {
@@ -55,14 +56,6 @@ func (s *Service) getSession(w http.ResponseWriter, r *http.Request, id identity
 	writeJSON(w, http.StatusOK, meta)
 }
 
-// commitRequest is the body of POST /v1/sessions/{session_id}/commit.
-type commitRequest struct {
-	Wait       *bool  `json:"wait"` // default true
-	KeepRecent *int   `json:"keep_recent"`
-	TimeoutMS  *int   `json:"timeout_ms"`
-	AgentID    string `json:"agent_id"`
-}
-
 // postCommit answers POST /v1/sessions/{session_id}/commit with the CommitResult (RPC commit).
 // The request id is derived from the Idempotency-Key (so a retry is the same commit), else
 // fresh.
@@ -82,8 +75,8 @@ func (s *Service) postCommit(w http.ResponseWriter, r *http.Request, id identity
 		writeError(w, aerr)
 		return
 	}
-	var in commitRequest
-	if aerr := decodeJSON(body, &in, true); aerr != nil {
+	var in request.Commit
+	if aerr := request.DecodeJSON(body, &in, true); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
@@ -95,14 +88,14 @@ func (s *Service) postCommit(w http.ResponseWriter, r *http.Request, id identity
 		return
 	}
 	if in.KeepRecent != nil && contract.CheckKeepRecent(*in.KeepRecent) != nil {
-		writeError(w, badRequest(fmt.Sprintf("keep_recent must be 0–%d", contract.MaxKeepRecent)))
+		writeError(w, request.BadRequest(fmt.Sprintf("keep_recent must be 0–%d", contract.MaxKeepRecent)))
 		return
 	}
 	wait := in.Wait == nil || *in.Wait
 	timeout := s.cfg.CommitTimeout
 	if in.TimeoutMS != nil {
 		if *in.TimeoutMS <= 0 {
-			writeError(w, badRequest("timeout_ms must be > 0"))
+			writeError(w, request.BadRequest("timeout_ms must be > 0"))
 			return
 		}
 		timeout = time.Duration(*in.TimeoutMS) * time.Millisecond
@@ -170,7 +163,7 @@ func (s *Service) postRecall(w http.ResponseWriter, r *http.Request, id identity
 		return
 	}
 	var req contract.RecallRequest
-	if aerr := decodeJSON(body, &req, false); aerr != nil {
+	if aerr := request.DecodeJSON(body, &req, false); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
@@ -183,7 +176,7 @@ func (s *Service) postRecall(w http.ResponseWriter, r *http.Request, id identity
 		return
 	}
 	if req.Limit < 0 || req.MaxInjectedChars < 0 || (req.ScoreThreshold != nil && *req.ScoreThreshold < 0) {
-		writeError(w, badRequest("limit, max_injected_chars and score_threshold must not be negative"))
+		writeError(w, request.BadRequest("limit, max_injected_chars and score_threshold must not be negative"))
 		return
 	}
 	req.V = contract.Version
@@ -205,7 +198,7 @@ func (s *Service) listMemories(w http.ResponseWriter, r *http.Request, id identi
 		return
 	}
 	if limit > 1000 {
-		writeError(w, badRequest("limit must be at most 1000"))
+		writeError(w, request.BadRequest("limit must be at most 1000"))
 		return
 	}
 	q := r.URL.Query()
@@ -216,11 +209,11 @@ func (s *Service) listMemories(w http.ResponseWriter, r *http.Request, id identi
 	switch q.Get("scope") {
 	case "", contract.ScopeUser, contract.ScopeAgent:
 	default:
-		writeError(w, badRequest("scope must be user or agent"))
+		writeError(w, request.BadRequest("scope must be user or agent"))
 		return
 	}
 	if c := q.Get("category"); len(c) > 64 {
-		writeError(w, badRequest("category is at most 64 characters"))
+		writeError(w, request.BadRequest("category is at most 64 characters"))
 		return
 	}
 	since, aerr := queryTime(r, "since")

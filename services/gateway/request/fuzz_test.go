@@ -1,4 +1,4 @@
-package gateway
+package request
 
 import (
 	"encoding/json"
@@ -27,11 +27,11 @@ func FuzzDecode(f *testing.F) {
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var mr messagesRequest
-		if decodeJSON(body, &mr, false) == nil {
+		var mr Messages
+		if DecodeJSON(body, &mr, false) == nil {
 			msgs := make([]contract.Message, 0, len(mr.Messages))
 			for i, in := range mr.Messages {
-				m, aerr := normaliseMessage(in, i, "fuzz", now)
+				m, aerr := Normalise(in, i, "fuzz", now)
 				if aerr != nil {
 					if aerr.Status < 400 || aerr.Status > 499 {
 						t.Fatalf("a bad message answered %d", aerr.Status)
@@ -44,7 +44,7 @@ func FuzzDecode(f *testing.F) {
 				return
 			}
 			ev := contract.TurnEvent{V: contract.Version, EventID: "fuzz", AccountID: "acme", UserID: "u", AgentID: "main",
-				SessionID: "s", Source: sourceHTTP, Messages: msgs, SentAt: now}
+				SessionID: "s", Source: "http", Messages: msgs, SentAt: now}
 			if err := ev.Validate(); err != nil {
 				return // the handler answers 400 for it
 			}
@@ -53,8 +53,8 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("an accepted turn does not encode: %v", err)
 			}
 		}
-		for _, v := range []any{new(commitRequest), new(storeRequest), new(forgetRequest), new(contract.RecallRequest)} {
-			if aerr := decodeJSON(body, v, true); aerr != nil && aerr.Status != 400 {
+		for _, v := range []any{new(Commit), new(Store), new(Forget), new(contract.RecallRequest)} {
+			if aerr := DecodeJSON(body, v, true); aerr != nil && aerr.Status != 400 {
 				t.Fatalf("decode answered %d", aerr.Status)
 			}
 		}
