@@ -20,13 +20,18 @@ var ErrServerTooOld = errors.New("nats server too old")
 // ErrNoJetStream is returned (wrapped) by Connect when the server has JetStream disabled.
 var ErrNoJetStream = errors.New("jetstream not enabled")
 
-// Connect connects to url (token auth when token != ""), reconnecting forever, and checks that
+// ServiceUser is the NATS user membus's services connect as, with the deployment's token as
+// its password. A server in API-key mode (the auth callout) lists it among its auth users, so
+// services bypass the callout; a server in token mode ignores it and checks the token.
+const ServiceUser = "membus"
+
+// Connect connects to url (as ServiceUser with token, when token != ""), reconnecting forever, and checks that
 // the server is at least MinServerVersion and has JetStream enabled for this account. opts
 // are applied after membus's defaults.
 func Connect(ctx context.Context, url, token, name string, opts ...nats.Option) (*nats.Conn, error) {
 	all := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
 	if token != "" {
-		all = append(all, nats.Token(token))
+		all = append(all, nats.Token(token), nats.UserInfo(ServiceUser, token))
 	}
 	all = append(all, opts...)
 	nc, err := nats.Connect(url, all...)

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,8 +62,10 @@ func NewRPCServer(nc *nats.Conn, n Names, service, version string) (*RPCServer, 
 	return &RPCServer{n: n, svc: svc, ctx: ctx, cancel: cancel}, nil
 }
 
-// Handle serves op (e.g. "recall", "memories.list") on n.RPC("*", op). A request whose
-// account token is invalid is answered bad_request without calling h.
+// Handle serves op (e.g. "recall", "memories.list") on n.RPC("*", op), and on
+// the UserRPC subjects of every user for user credentials: there the payload's user_id is replaced by
+// the subject's user before h sees it. A request whose account or user token is invalid is
+// answered bad_request without calling h.
 func (s *RPCServer) Handle(op string, h RPCHandler) error {
 	if err := validOp(op); err != nil {
 		return err
@@ -87,7 +90,57 @@ func (s *RPCServer) Handle(op string, h RPCHandler) error {
 	if err != nil {
 		return fmt.Errorf("rpc handle %s: %w", op, err)
 	}
+	err = s.svc.AddEndpoint(endpoint+"_user", micro.HandlerFunc(func(req micro.Request) {
+		toks := strings.Split(req.Subject(), ".")
+		if len(toks) <= prefixLen+1 {
+			_ = RespondError(req, CodeBadRequest, fmt.Errorf("%w %q", ErrBadSubject, req.Subject()))
+			return
+		}
+		account := toks[prefixLen]
+		if err := ValidAccount(account); err != nil {
+			_ = RespondError(req, CodeBadRequest, err)
+			return
+		}
+		user, err := ParseUserToken(toks[prefixLen+1])
+		if err != nil {
+			_ = RespondError(req, CodeBadRequest, err)
+			return
+		}
+		data, err := withUser(req.Data(), user)
+		if err != nil {
+			_ = RespondError(req, CodeBadRequest, err)
+			return
+		}
+		h(s.ctx, account, userRequest{Request: req, data: data})
+	}), micro.WithEndpointSubject(s.n.userRPCFilter(op)))
+	if err != nil {
+		return fmt.Errorf("rpc handle %s for users: %w", op, err)
+	}
 	return nil
+}
+
+// userRequest is a request made on a UserRPC subject, its payload bound to the subject's user.
+type userRequest struct {
+	micro.Request
+	data []byte
+}
+
+func (r userRequest) Data() []byte { return r.data }
+
+// withUser sets the user_id of a JSON object payload (an empty payload becomes {"user_id"}).
+func withUser(payload []byte, user string) ([]byte, error) {
+	obj := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(payload)) > 0 {
+		if err := json.Unmarshal(payload, &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("the request must be a JSON object")
+		}
+	}
+	u, err := json.Marshal(user)
+	if err != nil {
+		return nil, err
+	}
+	obj["user_id"] = u
+	return json.Marshal(obj)
 }
 
 func validOp(op string) error {

@@ -74,6 +74,9 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	if c.NATSAuth != "keys" && c.NATSAuth != "token" {
+		bad("nats_auth", `must be "keys" or "token", got %q`, c.NATSAuth)
+	}
 	if c.NATSSync != "always" && c.NATSSync != "interval" {
 		bad("nats_sync", `must be "always" or "interval", got %q`, c.NATSSync)
 	}

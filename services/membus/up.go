@@ -88,7 +88,11 @@ func up(cfg config.Config, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "membus is up in %d ms (pid %d)\n", time.Since(start).Milliseconds(), os.Getpid())
 	fmt.Fprintf(stdout, "  HTTP API:  http://%s\n", cfg.HTTPAddr)
-	fmt.Fprintf(stdout, "  plugin:    MEMBUS_NATS_URL=%s MEMBUS_NATS_TOKEN=%s\n", env.NATSURL, env.Config.NATSToken)
+	if env.Config.NATSAuth == "token" {
+		fmt.Fprintf(stdout, "  plugin:    MEMBUS_NATS_URL=%s MEMBUS_NATS_TOKEN=%s (--nats-auth token: every holder of the token reads every tenant; development only)\n", env.NATSURL, env.Config.NATSToken)
+	} else {
+		fmt.Fprintf(stdout, "  plugin:    openclaw membus setup --nats-url %s --api-key \"$(membus keys create --account default --role admin --name openclaw)\"\n", env.NATSURL)
+	}
 	fmt.Fprintf(stdout, "  data dir:  %s\n", cfg.DataDir)
 	if err := <-done; err != nil {
 		logger.Error("membus stopped with an error", "err", err)

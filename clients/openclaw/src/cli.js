@@ -35,7 +35,8 @@ export function registerMembusCli(ctx) {
   root.command("setup")
     .description("Write the membus plugin config, select it as the context engine and check the connection")
     .option("--nats-url <url>", "membus NATS URL (membus up prints it)", "nats://127.0.0.1:4222")
-    .option("--token <token>", "NATS token, or an environment reference such as '${MEMBUS_NATS_TOKEN}'")
+    .option("--api-key <key>", "membus API key (admin role, of --account), or an environment reference such as '${MEMBUS_API_KEY}'")
+    .option("--token <token>", "NATS token of a membus in token mode (development only), or an environment reference such as '${MEMBUS_NATS_TOKEN}'")
     .option("--token-file <path>", "read the token from this file (membus up keeps it in <data dir>/nats.token)")
     .option("--account <account>", "membus account (tenant)")
     .option("--user <user>", "membus user the memories belong to")
@@ -62,7 +63,7 @@ export function registerMembusCli(ctx) {
           out(`membus: wrote plugins.entries.membus (natsUrl ${entry.natsUrl}, account ${entry.account ?? "default"}, user ${entry.user ?? "default"})\n`);
           out(`membus: plugins.slots.contextEngine = "membus"${opts.keepMemoryCore ? "" : `, plugins.slots.memory = "none" (memory-core off: membus is the memory)`}\n`);
           if (report) out(formatStatus(report));
-          if (report && !report.ok) out("membus: the config is written, but membus did not answer: fix what is said above (is `membus up` running? is the token's variable set where OpenClaw runs?), then run `openclaw membus status`.\n");
+          if (report && !report.ok) out("membus: the config is written, but membus did not answer: fix what is said above (is `membus up` running? is the key's or token's variable set where OpenClaw runs?), then run `openclaw membus status`.\n");
         }
         if (report && !report.ok) process.exitCode = 1;
       } catch (e) {
@@ -80,6 +81,8 @@ export function setupEntry(opts) {
   /** @type {Record<string, string>} */
   const entry = { natsUrl: String(opts.natsUrl ?? "nats://127.0.0.1:4222") };
   if (opts.token && opts.tokenFile) throw new Error("give --token or --token-file, not both");
+  if (opts.apiKey && (opts.token || opts.tokenFile)) throw new Error("give --api-key or a token, not both");
+  if (opts.apiKey) entry.apiKey = String(opts.apiKey);
   if (opts.token) entry.token = String(opts.token);
   if (opts.tokenFile) {
     let tok;
@@ -121,7 +124,9 @@ export function applySetup(draft, entry, opts) {
 /** @param {Record<string, string>} entry */
 function redactEntry(entry) {
   const e = { ...entry };
-  if (e.token && !/^\$\{[A-Z0-9_]+\}$/.test(e.token)) e.token = "<set>";
+  for (const k of ["token", "apiKey"]) {
+    if (e[k] && !/^\$\{[A-Z0-9_]+\}$/.test(e[k])) e[k] = "<set>";
+  }
   return e;
 }
 
@@ -129,7 +134,7 @@ function redactEntry(entry) {
  * @typedef {object} StatusReport
  * @property {boolean} ok membus answered
  * @property {string} natsUrl
- * @property {string} auth token | credentials | user | none
+ * @property {string} auth apiKey | token | credentials | user | none
  * @property {string} account
  * @property {string} user
  * @property {string} subjectPrefix
@@ -157,7 +162,7 @@ export async function status(ocConfig, env, transportFor, override, session) {
   const report = {
     ok: false,
     natsUrl: config.natsUrl,
-    auth: config.credentials ? "credentials" : config.token ? "token" : config.natsUser ? "user" : "none",
+    auth: config.apiKey ? "apiKey" : config.credentials ? "credentials" : config.token ? "token" : config.natsUser ? "user" : "none",
     account: config.account,
     user: config.user,
     subjectPrefix: config.subjectPrefix,

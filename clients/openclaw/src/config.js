@@ -6,7 +6,8 @@
 /**
  * @typedef {object} MembusConfig
  * @property {string} natsUrl
- * @property {string} [token]
+ * @property {string} [apiKey] membus API key (admin role, bound to `account`): the bus binds the connection to its account
+ * @property {string} [token] NATS token (a server in token mode: development only)
  * @property {string} [credentials] path of a NATS .creds file
  * @property {string} [natsUser] NATS user name (with natsPassword)
  * @property {string} [natsPassword]
@@ -131,6 +132,7 @@ export function resolveConfig(raw, env = process.env) {
   /** @type {MembusConfig} */
   const config = {
     natsUrl: str("natsUrl", env.MEMBUS_NATS_URL, DEFAULTS.natsUrl),
+    apiKey: str("apiKey", env.MEMBUS_API_KEY, "") || undefined,
     token: str("token", env.MEMBUS_NATS_TOKEN, "") || undefined,
     credentials: str("credentials", env.MEMBUS_NATS_CREDS, "") || undefined,
     natsUser: str("natsUser", undefined, "") || undefined,

@@ -10,6 +10,7 @@ export const Codes = Object.freeze({
   timeout: "timeout",
   notFound: "not_found",
   badRequest: "bad_request",
+  forbidden: "forbidden", // the credential may not use the subject (wrong account, or not an admin key)
   internal: "internal",
 });
 
@@ -39,9 +40,18 @@ export function classify(err, what) {
   const msg = String(e?.message ?? e);
   const noResponders = name === "NoRespondersError" || (typeof e?.isNoResponders === "function" && e.isNoResponders()) ||
     e?.cause?.name === "NoRespondersError" || /no responders/i.test(msg) || e?.code === "503";
+  if (name === "PermissionViolationError" || /permissions violation/i.test(msg)) {
+    return new MembusError(Codes.forbidden, `${what}: refused by membus's NATS: the API key may not use this subject (is \`account\` the key's account, and is it an admin key?)`, { cause: err });
+  }
   if (noResponders) return new MembusError(Codes.unavailable, `${what}: no responders (is membus running?)`, { cause: err });
   if (name === "TimeoutError" || /timeout/i.test(msg) || e?.code === "TIMEOUT") return new MembusError(Codes.timeout, `${what}: timed out`, { cause: err });
   return new MembusError(Codes.unavailable, `${what}: ${msg}`, { cause: err });
+}
+
+/** @param {string} key @returns {string | null} the id of a membus API key (mbk_<id>_<secret>) */
+export function keyID(key) {
+  const m = /^mbk_([0-9a-f]{16})_[0-9a-f]+$/.exec(key);
+  return m ? m[1] : null;
 }
 
 /**
@@ -88,7 +98,13 @@ export function createNatsTransport(config, logger, opts = {}) {
           reconnectTimeWait: 1000,
           waitOnFirstConnect: false,
         };
-        if (config.token) o.token = config.token;
+        if (config.apiKey) {
+          // The key's id names the only reply inboxes the bus lets this connection read.
+          const id = keyID(config.apiKey);
+          if (!id) throw new MembusError(Codes.badRequest, "apiKey is not a membus API key (mbk_<id>_<secret>): create one with `membus keys create --role admin`");
+          o.token = config.apiKey;
+          o.inboxPrefix = `_INBOX.${id}`;
+        } else if (config.token) o.token = config.token;
         if (config.natsUser) { o.user = config.natsUser; o.pass = config.natsPassword ?? ""; }
         if (config.credentials) o.authenticator = credsAuthenticator(new Uint8Array(readFileSync(config.credentials)));
         try {

@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/bus/callout"
 )
 
 // DefaultListen is the embedded server's default address (loopback only).
@@ -27,10 +30,22 @@ const DefaultListen = "127.0.0.1:4222"
 type Config struct {
 	DataDir string // JetStream is stored under DataDir/nats
 	Listen  string // host:port; default 127.0.0.1:4222; port 0 picks a free port
-	Token   string // client auth token; none when ""
+	Token   string // the services' secret; none when "" (no auth at all)
+	Auth    string // with a Token: AuthKeys (default) or AuthToken
 	Sync    string // "always" (default) or "interval"
 	Logger  *slog.Logger
 }
+
+// Auth modes of the embedded server.
+const (
+	// AuthKeys: membus's services connect as bus.ServiceUser with the token; every other
+	// client connects with an API key, which the auth callout (package callout) binds to its
+	// account or user.
+	AuthKeys = "keys"
+	// AuthToken: every holder of the token may publish and subscribe anything, every tenant
+	// included. For development only.
+	AuthToken = "token"
+)
 
 // ErrListen is returned (wrapped) when the embedded server cannot listen on its address.
 var ErrListen = errors.New("nats listen address unavailable")
@@ -67,20 +82,38 @@ func Start(cfg Config) (*server.Server, error) {
 		}
 		_ = ln.Close()
 	}
+	switch cfg.Auth {
+	case "":
+		cfg.Auth = AuthKeys
+	case AuthKeys, AuthToken:
+	default:
+		return nil, fmt.Errorf("embedded nats: auth %q: want %s or %s", cfg.Auth, AuthKeys, AuthToken)
+	}
 	storeDir := filepath.Join(cfg.DataDir, "nats")
 	if err := os.MkdirAll(storeDir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	opts := &server.Options{
-		ServerName:    "membus-embedded",
-		Host:          host,
-		Port:          port,
-		JetStream:     true,
-		StoreDir:      storeDir,
-		SyncAlways:    cfg.Sync != "interval",
-		Authorization: cfg.Token,
-		NoSigs:        true,
-		HTTPPort:      0,
+		ServerName: "membus-embedded",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   storeDir,
+		SyncAlways: cfg.Sync != "interval",
+		NoSigs:     true,
+		HTTPPort:   0,
+	}
+	switch {
+	case cfg.Token == "":
+	case cfg.Auth == AuthToken:
+		opts.Authorization = cfg.Token
+	default:
+		issuer, err := callout.IssuerPublicKey(cfg.Token)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: %w", err)
+		}
+		opts.Users = []*server.User{{Username: bus.ServiceUser, Password: cfg.Token}}
+		opts.AuthCallout = &server.AuthCallout{Issuer: issuer, AuthUsers: []string{bus.ServiceUser}}
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {

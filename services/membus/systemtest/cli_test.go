@@ -23,7 +23,7 @@ import (
 )
 
 // TestUpStartup starts `membus up` on an empty data dir: the ready line (with the dev API key
-// and the plugin's NATS URL and token) appears within 30 s, the HTTP API answers, and SIGTERM
+// and the plugin's setup command, NATS URL and an API key) appears within 30 s, the HTTP API answers, and SIGTERM
 // ends it with exit 0. Startup time and idle RSS are logged, not asserted (shared machine).
 func TestUpStartup(t *testing.T) {
 	t.Parallel()
@@ -33,7 +33,7 @@ func TestUpStartup(t *testing.T) {
 	if p.devKey() == "" {
 		t.Errorf("no dev API key line in:\n%s", out)
 	}
-	if want := "MEMBUS_NATS_URL=nats://" + p.natsAddr + " MEMBUS_NATS_TOKEN=" + p.natsToken(); !strings.Contains(out, want) {
+	if want := "openclaw membus setup --nats-url nats://" + p.natsAddr + " --api-key "; !strings.Contains(out, want) {
 		t.Errorf("stdout lacks the plugin line %q:\n%s", want, out)
 	}
 	if code, body := httpGet(t, "http://"+p.httpAddr+"/healthz", ""); code != http.StatusOK {

@@ -47,6 +47,16 @@ func startSystem(t *testing.T, dataDir string, cfg config.Config) (*app.Env, str
 	})
 	base := "http://" + env.Config.HTTPAddr
 	waitHTTP(t, base+"/healthz")
+	// The HTTP API answers before every service has registered its RPC endpoints; a test's
+	// first call must not race them. Any answer (an error too) means the endpoint is there.
+	testenv.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
+		for _, op := range []string{"recall", "commit", "summary"} {
+			if _, err := env.NC.Request(env.Names.RPC("probe", op), []byte("{}"), 2*time.Second); err != nil {
+				return fmt.Errorf("rpc %s: %w", op, err)
+			}
+		}
+		return nil
+	})
 	return env, base
 }
 

@@ -78,8 +78,8 @@ test("a real OpenClaw agent turn gets its memories; every session becomes memory
   membus.stdout.on("data", (c) => { membusOut += c; });
   const membusLog = join(run, "membus.log");
   membus.stderr.on("data", (c) => writeFileSync(membusLog, c, { flag: "a" }));
-  await eventually(async () => /plugin:\s+MEMBUS_NATS_URL=/.test(membusOut), 60_000, "membus up prints its ready block");
-  const natsUrl = /MEMBUS_NATS_URL=(\S+)/.exec(membusOut)?.[1];
+  await eventually(async () => /plugin:\s+openclaw membus setup --nats-url /.test(membusOut), 60_000, "membus up prints its ready block");
+  const natsUrl = /openclaw membus setup --nats-url (\S+)/.exec(membusOut)?.[1];
   const devKey = /dev API key[^:]*:\s*(\S+)/.exec(membusOut)?.[1];
   assert.ok(natsUrl && devKey, `membus up printed: ${membusOut}`);
   const api = async (/** @type {string} */ path) => {
@@ -130,7 +130,15 @@ test("a real OpenClaw agent turn gets its memories; every session becomes memory
 
   // Install and set up as the plugin README says.
   ok(await openclaw(["plugins", "install", "-l", "--force", "--accept-capabilities", PLUGIN_DIR]), "openclaw plugins install -l");
-  const setup = await openclaw(["membus", "setup", "--nats-url", natsUrl, "--token-file", join(dataDir, "nats.token"), "--json"]);
+  // The plugin's bus credential is an admin API key of the account, as the README creates it:
+  // the bus binds the connection to that account (the shared NATS token is not given out).
+  const apiKey = await new Promise((resolve, reject) => {
+    execFile(MEMBUS, ["keys", "create", "--data-dir", dataDir, "--account", "default", "--role", "admin", "--name", "openclaw"], (err, stdout, stderr) => {
+      if (err) reject(new Error(`membus keys create: ${err.message}\n${stderr}`));
+      else resolve(String(stdout).trim());
+    });
+  });
+  const setup = await openclaw(["membus", "setup", "--nats-url", natsUrl, "--api-key", apiKey, "--json"]);
   ok(setup, "openclaw membus setup");
   const setupOut = JSON.parse(setup.stdout);
   assert.equal(setupOut.ok, true, setup.stdout);

@@ -3,7 +3,7 @@
 // `membus up` on free loopback ports. Checks what lands in membus over its HTTP API.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -30,7 +30,7 @@ const SESSION_KEY = "agent:main:integration:1";
 const STORAGE_ID = openClawSessionId(SESSION_ID, SESSION_KEY);
 const warn = (m) => process.stderr.write(`[openclaw warn] ${m}\n`);
 
-let membus, dataDir, stateDir, http, devKey, natsUrl, natsToken, registry, engine;
+let membus, dataDir, stateDir, http, devKey, natsUrl, apiKey, registry, engine;
 
 async function freePort() {
   return new Promise((res, rej) => {
@@ -53,11 +53,13 @@ async function startMembus() {
     membus.on("exit", (code) => { clearTimeout(timer); rej(new Error(`membus up exited ${code}:\n${out}\n${err.slice(-2000)}`)); });
     membus.stdout.on("data", (d) => {
       out += d;
-      const plugin = /MEMBUS_NATS_URL=(\S+) MEMBUS_NATS_TOKEN=(\S+)/.exec(out);
+      const plugin = /openclaw membus setup --nats-url (\S+)/.exec(out);
       const key = /dev API key[^:]*:\s*(\S+)/.exec(out);
-      if (plugin && key) { natsUrl = plugin[1]; natsToken = plugin[2]; devKey = key[1]; clearTimeout(timer); res(); }
+      if (plugin && key) { natsUrl = plugin[1]; devKey = key[1]; clearTimeout(timer); res(); }
     });
   });
+  // The plugin's bus credential: an admin key of the account (the README's setup line).
+  apiKey = execFileSync(membusBin, ["keys", "create", "--data-dir", dataDir, "--account", "default", "--role", "admin", "--name", "openclaw"], { encoding: "utf8" }).trim();
 }
 
 async function api(path, init = {}) {
@@ -103,7 +105,7 @@ before(async () => {
     plugins: {
       load: { paths: [pluginDir] },
       slots: { contextEngine: "membus" },
-      entries: { membus: { enabled: true, config: { natsUrl, token: natsToken, account: "default", user: "default", timeouts: { commitMs: 30000 } } } },
+      entries: { membus: { enabled: true, config: { natsUrl, apiKey, account: "default", user: "default", timeouts: { commitMs: 30000 } } } },
     },
   });
 }, { timeout: 90000 });

@@ -66,3 +66,17 @@ test("status --session-id: the membus id of an OpenClaw session and what membus 
   assert.equal(uuid.session.found, false);
   assert.match(formatStatus(uuid), /not seen by membus yet/);
 });
+
+test("setup with an API key: written as given (a reference too), exclusive with a token, redacted in the report", () => {
+  const key = "mbk_0123456789abcdef_" + "ab".repeat(24);
+  assert.deepEqual(setupEntry({ natsUrl: "nats://h:4222", apiKey: key }), { natsUrl: "nats://h:4222", apiKey: key });
+  assert.deepEqual(setupEntry({ apiKey: "${MEMBUS_API_KEY}" }), { natsUrl: "nats://127.0.0.1:4222", apiKey: "${MEMBUS_API_KEY}" });
+  assert.throws(() => setupEntry({ apiKey: key, token: "t" }), /--api-key or a token, not both/);
+});
+
+test("status names the API key as the auth in use", async () => {
+  const oc = { plugins: { entries: { membus: { config: { natsUrl: "nats://h:1", apiKey: "mbk_0123456789abcdef_00", account: "acme" } } }, slots: { contextEngine: "membus", memory: "none" } } };
+  const ok = fakeTransport({ "session.get": () => { throw new MembusError("not_found", "no session"); } });
+  const r = await status(oc, {}, () => ok);
+  assert.equal(r.auth, "apiKey");
+});

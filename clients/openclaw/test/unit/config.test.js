@@ -38,6 +38,8 @@ test("config wins over env, env over defaults", () => {
   assert.equal(resolveConfig({}, env).config.token, "tok");
   assert.equal(resolveConfig({}, env).config.account, "acme");
   assert.equal(resolveConfig({ natsUrl: "nats://cfg:2" }, env).config.natsUrl, "nats://cfg:2");
+  assert.equal(resolveConfig({}, { MEMBUS_API_KEY: "mbk_k" }).config.apiKey, "mbk_k");
+  assert.equal(resolveConfig({ apiKey: "${MY_KEY}" }, { MY_KEY: "mbk_ref" }).config.apiKey, "mbk_ref", "an environment reference");
 });
 
 test("bad values fall back to the default and are reported, never thrown", () => {

@@ -108,7 +108,7 @@ func (e *Env) openBus(ctx context.Context) error {
 			}
 			token = t
 		}
-		s, err := embedded.Start(embedded.Config{DataDir: cfg.DataDir, Listen: cfg.NATSListen, Token: token, Sync: cfg.NATSSync, Logger: e.Logger})
+		s, err := embedded.Start(embedded.Config{DataDir: cfg.DataDir, Listen: cfg.NATSListen, Token: token, Auth: cfg.NATSAuth, Sync: cfg.NATSSync, Logger: e.Logger})
 		if err != nil {
 			return err
 		}

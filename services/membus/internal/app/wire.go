@@ -2,12 +2,16 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/bus/callout"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/llm"
 	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
 	"github.com/membus/membus/services/extract"
 	"github.com/membus/membus/services/gateway"
@@ -201,5 +205,54 @@ func Gateway(env *Env) (*gateway.Service, error) {
 	if env.Redis != nil { // a typed nil must not become a non-nil interface
 		deps.Redis = env.Redis
 	}
+	if err := env.serveCallout(); err != nil {
+		return nil, err
+	}
 	return gateway.New(cfg, deps)
+}
+
+// serveCallout answers the NATS server's auth callout (nats_auth: keys): the gateway is the
+// door of the bus as of HTTP, so its replicas bind API keys to subject permissions. A server
+// in token mode sends no callouts, and the subscription stays idle.
+func (e *Env) serveCallout() error {
+	if e.Config.NATSAuth != "keys" || e.Config.NATSToken == "" {
+		return nil
+	}
+	issuer, err := callout.IssuerFromToken(e.Config.NATSToken)
+	if err != nil {
+		return err
+	}
+	r, err := callout.Serve(e.NC, callout.Config{Names: e.Names, Issuer: issuer, Lookup: keyGrant(e.Store),
+		Logger: e.Logger.With("component", "nats-auth")})
+	if err != nil {
+		return err
+	}
+	e.onClose("nats auth callout", r.Stop)
+	return nil
+}
+
+// keyGrant maps an API key to what it may do on the bus: an admin key its account, a user
+// key its user's data RPCs, an operator key the stats of every account.
+func keyGrant(keys *store.Store) callout.Lookup {
+	return func(ctx context.Context, secret string) (bus.Grant, error) {
+		k, err := keys.LookupKey(ctx, secret)
+		if errors.Is(err, store.ErrNotFound) {
+			return bus.Grant{}, callout.ErrUnknownKey
+		}
+		if err != nil {
+			return bus.Grant{}, err
+		}
+		g := bus.Grant{Account: k.AccountID, User: k.UserID, KeyID: k.ID}
+		switch k.Role {
+		case store.RoleAdmin:
+			g.Scope = bus.ScopeAccount
+		case store.RoleUser:
+			g.Scope = bus.ScopeUser
+		case store.RoleOperator:
+			g.Scope = bus.ScopeOps
+		default:
+			return bus.Grant{}, fmt.Errorf("key %s has unknown role %q", k.ID, k.Role)
+		}
+		return g, nil
+	}
 }
