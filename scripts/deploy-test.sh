@@ -129,6 +129,8 @@ DEPLOY_STATE=$STATE bash scripts/deploy-images.sh --loadtest || die "deploy-imag
 # Secrets: fresh for every run, by environment.
 rand() { head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9'; }
 export MEMBUS_NATS_TOKEN=$(rand) MEMBUS_DB_PASSWORD=$(rand) MEMBUS_DB_ROOT_PASSWORD=$(rand) MEMBUS_REDIS_PASSWORD=$(rand)
+MEMBUS_NATS_AUTH_ISSUER=$("$ROOT/deploy/offline/.build/membus" keys nats-issuer) || die "membus keys nats-issuer failed"
+export MEMBUS_NATS_AUTH_ISSUER
 export MEMBUS_QDRANT_URL= MEMBUS_GATEWAY_PORT=$GW_PORT MEMBUS_NATS_PORT_1=14222 MEMBUS_NATS_PORT_2=14223 MEMBUS_NATS_PORT_3=14224
 export MEMBUS_COMMIT_TOKEN_THRESHOLD=2000
 log "building images"
@@ -164,7 +166,6 @@ grep -q '"status":"completed"' <<<"$COMMIT" || die "round trip commit: $COMMIT"
 grep -q 'Lisbon' <<<"$RECALL" || die "round trip recall has no Lisbon: $RECALL"
 log "round trip: commit $(grep -o '"memories":{[^}]*}' <<<"$COMMIT"), recall found Lisbon"
 
-# --- 6. load with faults -------------------------------------------------------------------
 NET=${PROJECT}_default
 lt() { # loadtest <subcommand> [flags]: one run on the compose network
   "$DOCKER" run --rm --label membus.deploy-test=1 --network "$NET" -v "$OUT:/out" \
@@ -172,6 +173,13 @@ lt() { # loadtest <subcommand> [flags]: one run on the compose network
     membus/loadtest "$@"
 }
 RUN=r$(date +%s)
+
+# --- 5b. tenancy on the bus: an API key reaches its own account only ------------------------
+TKEY=$(dc exec -T gateway membus keys create --account tenant-a --role admin --name deploy-test | tr -d '\r')
+TENANCY=$(lt tenancy --account tenant-a --other tenant-b --key "$TKEY" --run "$RUN") || die "bus tenancy: $TENANCY"
+log "bus tenancy: $TENANCY"
+
+# --- 6. load with faults -------------------------------------------------------------------
 acked_now() { grep -o 'acked=[0-9]*' "$OUT/publish.err" 2>/dev/null | tail -1 | cut -d= -f2; }
 wait_acked() {
   local n=$1

@@ -11,6 +11,9 @@
 //	loadtest erase    — erases one user, then checks SQL and recall hold none of it
 //	loadtest drain    — times how fast ingest stores a backlog (the scale-out figure)
 //	loadtest leader   — prints the NATS node leading the turns stream (the one to kill)
+//	loadtest tenancy  — with one account's API key, as the plugin connects: its own turns and
+//	                    RPCs work, every other account's subject and the bus's internals are
+//	                    refused by the cluster, and a bad key or the bare token cannot connect
 //
 // Every subcommand prints one JSON object on stdout as its last line.
 package main
@@ -60,7 +63,7 @@ func env(k, def string) string {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadtest publish|stored|commit|recall|erase|drain [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadtest publish|stored|commit|recall|erase|drain|leader|tenancy [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -79,6 +82,8 @@ func main() {
 		err = drain(os.Args[2:])
 	case "leader":
 		err = leader(os.Args[2:])
+	case "tenancy":
+		err = tenancy(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -95,7 +100,9 @@ func connect(c common) (*nats.Conn, jetstream.JetStream, bus.Names, error) {
 	}
 	opts := []nats.Option{nats.Name("loadtest"), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
 	if c.token != "" {
-		opts = append(opts, nats.Token(c.token))
+		// membus's services' user: a cluster in API-key mode lets it bypass the callout; a
+		// server in token mode checks the token.
+		opts = append(opts, nats.Token(c.token), nats.UserInfo(bus.ServiceUser, c.token))
 	}
 	nc, err := nats.Connect(c.natsURL, opts...)
 	if err != nil {

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/membus/membus/pkg/bus/callout"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/services/membus/internal/app"
@@ -19,7 +23,42 @@ import (
 // in the store on every request, so a new or revoked key takes effect at once.
 func keysCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "keys", Short: "create, list and revoke API keys (works while membus runs)"}
-	cmd.AddCommand(keysCreateCommand(), keysListCommand(), keysRevokeCommand())
+	cmd.AddCommand(keysCreateCommand(), keysListCommand(), keysRevokeCommand(), keysNATSIssuerCommand())
+	return cmd
+}
+
+// keysNATSIssuerCommand prints the auth callout issuer of a NATS server that binds API keys to
+// their tenant (docs/design.md §3): derived from the deployment's token, so only the public key
+// goes into the server config.
+func keysNATSIssuerCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "nats-issuer",
+		Short: "print the auth_callout issuer a NATS server config names for this deployment's token",
+		Example: `  MEMBUS_NATS_TOKEN=… membus keys nats-issuer     # the value of MEMBUS_NATS_AUTH_ISSUER in deploy/.env
+  membus keys nats-issuer --data-dir ./data        # the embedded server's (token in ./data/nats.token)`,
+		Args: cli.NoArgs,
+	}
+	load := withConfig(cmd, "config", "data-dir", "nats-token")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := load()
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		token := cfg.NATSToken
+		if token == "" {
+			b, err := os.ReadFile(filepath.Join(cfg.DataDir, "nats.token"))
+			if err != nil {
+				return cli.Usagef("no token: set MEMBUS_NATS_TOKEN / --nats-token, or point --data-dir at a membus data dir (%v)", err)
+			}
+			token = strings.TrimSpace(string(b))
+		}
+		pub, err := callout.IssuerPublicKey(token)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), pub)
+		return err
+	}
 	return cmd
 }
 
