@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -111,19 +112,52 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, n Names, lim Str
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	backoff := 100 * time.Millisecond
+	for {
+		err := createOrUpdateStream(ctx, js, cfg)
+		if err == nil {
+			return nil
+		}
+		// A cluster seconds old has no JetStream meta leader yet: its API answers 503 or not at
+		// all. Wait for it within ctx rather than fail the service's start.
+		if !clusterNotReady(err) || ctx.Err() != nil {
+			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ensure stream %s: %w (JetStream was not ready)", cfg.Name, err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// ensureAttemptTimeout bounds one create-or-update, so a request lost to a cluster without a
+// leader is retried instead of waiting out the caller's whole deadline.
+const ensureAttemptTimeout = 5 * time.Second
+
+func createOrUpdateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	actx, cancel := context.WithTimeout(ctx, ensureAttemptTimeout)
+	defer cancel()
 	var err error
 	// Create-or-update races with another replica doing the same: a create that lost the
 	// race reports "name already in use"; the next update then succeeds.
 	for attempt := 0; attempt < 3; attempt++ {
-		_, err = js.CreateOrUpdateStream(ctx, cfg)
+		_, err = js.CreateOrUpdateStream(actx, cfg)
 		if err == nil || !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			break
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+	return err
+}
+
+// clusterNotReady tells a JetStream that cannot answer yet from one that refuses the request.
+func clusterNotReady(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.Code == 503 {
+		return true
 	}
-	return nil
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 }
 
 // defaultTimeout bounds every bus call whose context has no deadline.
