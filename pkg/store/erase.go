@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Erased is what an erasure removed from SQL, with the ids the other stores (vector index,
@@ -129,6 +130,36 @@ func (s *Store) DropErasedSessionRows(ctx context.Context, account, user string,
 		}
 	}
 	return nil
+}
+
+// Checkpoint makes an erasure final in SQLite's files (docs/operations.md "Erasure on disk"):
+// it copies the WAL into the database and truncates the WAL to zero bytes, so the older page
+// versions the WAL still held (the erased rows among them) are gone; secure_delete (OpenSQLite)
+// has already zeroed the rows in the database's pages. A reader still on an older snapshot
+// holds the checkpoint up: it waits for it (busy timeout) and retries for up to 30 s. On MySQL
+// it does nothing: what the server keeps (undo logs, binlog) is the operator's to manage.
+func (s *Store) Checkpoint(ctx context.Context) error {
+	if s.dialect != SQLite {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		// busy is 1 when readers or a writer kept the checkpoint from completing.
+		var busy, walFrames, checkpointed int
+		err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &walFrames, &checkpointed)
+		switch {
+		case err == nil && busy == 0:
+			return nil
+		case err != nil && !IsRetryable(err):
+			return fmt.Errorf("checkpoint the SQLite WAL: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("checkpoint the SQLite WAL: still busy after %d attempts: %w", attempt, ctx.Err())
+		case <-time.After(time.Duration(min(attempt, 10)) * 20 * time.Millisecond):
+		}
+	}
 }
 
 func (s *Store) userSessions(ctx context.Context, tx *sql.Tx, account, user string) ([]string, error) {

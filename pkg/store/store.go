@@ -43,9 +43,13 @@ type Option func(*Store)
 // WithClock sets the clock used for timestamps (tests).
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
-// OpenSQLite opens (creating) the SQLite database at path and applies the migrations.
+// OpenSQLite opens (creating) the SQLite database at path and applies the migrations. Every
+// connection runs with secure_delete on: deleted rows are overwritten with zeros in their pages
+// and freed pages are zeroed, so erased text does not linger in free space (Checkpoint then
+// clears the WAL's older copies of those pages).
 func OpenSQLite(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)" +
+		"&_pragma=secure_delete(ON)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)

@@ -1,6 +1,7 @@
 // Package testenv hands integration tests their real servers. Outside CI a test whose server
 // is not configured skips, naming the variable that enables it; with CI=true it fails instead,
-// so a CI run can never pass by skipping.
+// so a CI run can never pass by skipping. It also holds the helpers tests of every module share:
+// Eventually and Consistently, FilesHolding.
 package testenv
 
 import (

@@ -69,7 +69,10 @@ const (
 	compactMinRecords = 64
 )
 
-var _ Store = (*Local)(nil)
+var (
+	_ Store     = (*Local)(nil)
+	_ Compactor = (*Local)(nil)
+)
 
 // OpenLocal opens (or creates) the local store in dir for vectors of model
 // and dim. An existing index built for another model or dimension gives
@@ -726,6 +729,29 @@ func (l *Local) Rebuild(ctx context.Context, pts []Point) error {
 	}
 	if err := os.RemoveAll(old); err != nil {
 		return fmt.Errorf("rebuild: remove old generation: %w", err)
+	}
+	return nil
+}
+
+// Compact rewrites the tenant's partition from its live points: a fresh snapshot (none when
+// the partition is empty) and no log, so the text, payload and vector of every point deleted
+// before are in no file of the index any more (Compactor; erasure calls it).
+func (l *Local) Compact(ctx context.Context, accountID, userID string) error {
+	if accountID == "" || userID == "" {
+		return fmt.Errorf("compact: %w", ErrMissingTenant)
+	}
+	if err := l.begin(ctx); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	defer l.opMu.RUnlock()
+	pt := l.partition(accountID, userID, false)
+	if pt == nil {
+		return nil
+	}
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if err := pt.snapshot(genDir(l.dir, l.gen)); err != nil {
+		return fmt.Errorf("compact: %w", err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/membus/membus/pkg/testenv"
 	"github.com/membus/membus/pkg/vector"
 	"github.com/membus/membus/pkg/vector/vectortest"
 )
@@ -335,5 +336,58 @@ func BenchmarkLocalSearch(b *testing.B) {
 		if _, err := l.Search(ctx, f, q, "topic 12", 24); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestLocalCompactLeavesNoDeletedText: after Delete and Compact, the deleted points' text is
+// in no file of the index — whether the deletes emptied the tenant's partition (a user erased)
+// or left points in it (one session erased) — while the kept points' text is still on disk
+// and every point survives a reopen. Without Compact the log (and an earlier snapshot) still
+// hold the deleted text.
+func TestLocalCompactLeavesNoDeletedText(t *testing.T) {
+	const gone, kept = "GoneMarker5d1e", "KeptMarker9b2c"
+	for _, tc := range []struct {
+		name      string
+		keptCount int // points of the tenant that stay
+	}{
+		{"the deletes empty the partition (a user erased)", 0},
+		{"the deletes leave points in the partition (one session erased)", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx := context.Background()
+			l := openLocal(t, dir)
+			var del []string
+			for i := range 100 { // past the snapshot threshold: the marker is in a snapshot and a log
+				p := point("acct", "u1", fmt.Sprintf("note %d about %s", i, gone), i)
+				if i < tc.keptCount {
+					p.Text = fmt.Sprintf("note %d about %s", i, kept)
+				} else {
+					del = append(del, p.ID)
+				}
+				if err := l.Upsert(ctx, vectortest.Model, []vector.Point{p}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Delete(ctx, "acct", "u1", del); err != nil {
+				t.Fatal(err)
+			}
+			if len(testenv.FilesHolding(t, dir, gone)) == 0 {
+				t.Fatal("before Compact no file holds the deleted text: the test proves nothing")
+			}
+			if err := l.Compact(ctx, "acct", "u1"); err != nil {
+				t.Fatal(err)
+			}
+			if got := testenv.FilesHolding(t, dir, gone); len(got) != 0 {
+				t.Fatalf("after Compact the deleted text is still in %v", got)
+			}
+			if tc.keptCount > 0 && len(testenv.FilesHolding(t, dir, kept)) == 0 {
+				t.Fatal("after Compact the kept points' text is in no file")
+			}
+			l2 := openLocal(t, dir) // reopen without Close: what the files hold
+			if n, _, err := l2.Digest(ctx, "acct"); err != nil || n != tc.keptCount {
+				t.Fatalf("points after reopen = %d (%v), want %d", n, err, tc.keptCount)
+			}
+		})
 	}
 }

@@ -87,6 +87,16 @@ type Store interface {
 	Close() error
 }
 
+// Compactor is a Store whose files keep deleted points until it compacts them: the local
+// store keeps a deleted point in its partition's snapshot and log until the next snapshot.
+// Erasure compacts the erased tenant so that nothing erased stays readable on disk (a store
+// that is not a Compactor, Qdrant, is a server whose own storage the operator manages:
+// docs/operations.md "Erasure on disk").
+type Compactor interface {
+	// Compact rewrites the tenant's stored files from its live points only.
+	Compact(ctx context.Context, accountID, userID string) error
+}
+
 func in(list []string, v string) bool {
 	if len(list) == 0 {
 		return true

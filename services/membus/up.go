@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/services/membus/internal/app"
 	"github.com/membus/membus/services/membus/internal/cli"
+	"github.com/membus/membus/services/membus/internal/datadir"
 )
 
 func upCommand() *cobra.Command {
@@ -41,6 +43,14 @@ batches finish and are acked, then the server shuts down.`,
 // up runs every service in one process until a signal, and returns the exit code.
 func up(cfg config.Config, stdout, stderr io.Writer) int {
 	start := time.Now()
+	// One process per data dir (docs/operations.md "One owner per data dir"): a second membus up
+	// on it refuses here, naming the first, before anything else can fail less clearly.
+	lock, err := datadir.Acquire(cfg.DataDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "membus up: %v\n", err)
+		return 1
+	}
+	defer lock.Close()
 	// The gateway listens only once every service runs; check the address first, so that a
 	// taken port is a clear error before anything starts or "membus is up" is printed.
 	if err := checkListen(cfg.HTTPAddr); err != nil {
@@ -85,6 +95,9 @@ func up(cfg config.Config, stdout, stderr io.Writer) int {
 				ready = true
 			}
 		}
+	}
+	if err := lock.Record(cfg.HTTPAddr, env.NATSURL); err != nil {
+		logger.Warn("the data dir lock file does not name the addresses", "err", err)
 	}
 	fmt.Fprintf(stdout, "membus is up in %d ms (pid %d)\n", time.Since(start).Milliseconds(), os.Getpid())
 	fmt.Fprintf(stdout, "  HTTP API:  http://%s\n", cfg.HTTPAddr)
@@ -145,7 +158,12 @@ func serviceCommand(name string) *cobra.Command {
 		logger := cfg.Logger(cmd.ErrOrStderr(), "")
 		ctx, stop := app.SignalContext()
 		defer stop()
-		if err := app.RunService(ctx, cfg, logger, name); err != nil {
+		err = app.RunService(ctx, cfg, logger, name)
+		if errors.Is(err, datadir.ErrInUse) { // a refusal to start, in the words of membus up's
+			fmt.Fprintf(cmd.ErrOrStderr(), "membus %s: %v\n", name, err)
+			return cli.Exit(1)
+		}
+		if err != nil {
 			logger.Error("stopped with an error", "service", name, "err", err)
 			return cli.Exit(1)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/vector"
 )
 
 // Erase answers <p>.rpc.<account>.erase (docs/design.md §5 "Erasure"): a tombstone first, then the SQL
@@ -55,6 +56,12 @@ func (s *Service) Erase(ctx context.Context, account string, req contract.EraseR
 		}
 	}
 	res.Vectors = len(points)
+	// The local index keeps deleted points in its files until it compacts the tenant.
+	if c, ok := s.d.Vectors.(vector.Compactor); ok {
+		if err := c.Compact(ctx, account, req.UserID); err != nil {
+			errs = append(errs, fmt.Errorf("compact vectors: %w", err))
+		}
+	}
 	// memory_deleted for every memory the erasure removed (ids only), as forgetting one does.
 	var events []store.OutboxEntry
 	for _, id := range erased.MemoryIDs {
@@ -94,6 +101,10 @@ func (s *Service) Erase(ctx context.Context, account string, req contract.EraseR
 	if err := s.d.Store.DropErasedSessionRows(ctx, account, req.UserID, erased.Sessions); err != nil {
 		errs = append(errs, err)
 	}
+	// Last, once every row is gone: SQLite's WAL still holds older versions of the erased pages.
+	if err := s.d.Store.Checkpoint(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		// SQL is already clean and the tombstone stands; the caller retries the erasure.
 		return res, fmt.Errorf("erase (rows are gone, retry to finish): %w", err)
@@ -103,7 +114,7 @@ func (s *Service) Erase(ctx context.Context, account string, req contract.EraseR
 }
 
 // purgeStreams removes every JetStream copy of the sessions' turns, commit requests, events
-// and dead letters, by subject.
+// and dead letters, by subject, with secure delete (eraseSubject).
 func (s *Service) purgeStreams(ctx context.Context, account string, sessions []string) (uint64, error) {
 	if len(sessions) == 0 {
 		return 0, nil
@@ -121,7 +132,7 @@ func (s *Service) purgeStreams(ctx context.Context, account string, sessions []s
 			{bus.StreamEvents, s.d.Names.Event("*", account, session)},
 			{bus.StreamDLQ, s.d.Names.DLQ("*", account, token)},
 		} {
-			n, err := purgeSubject(ctx, js, s.d.Names.Stream(p.stream), p.subject)
+			n, err := eraseSubject(ctx, js, s.d.Names.Stream(p.stream), p.subject)
 			if err != nil {
 				return purged, fmt.Errorf("purge %s of %s: %w", p.stream, p.subject, err)
 			}
@@ -131,7 +142,15 @@ func (s *Service) purgeStreams(ctx context.Context, account string, sessions []s
 	return purged, nil
 }
 
-func purgeSubject(ctx context.Context, js jetstream.JetStream, stream, subject string) (uint64, error) {
+// eraseSubject removes every message of the stream on subject and returns how many there were.
+// Each is removed with secure delete: a plain delete or purge only marks a message deleted, and
+// its bytes stay in the stream's block file until the whole block goes; secure delete overwrites
+// them with random bytes first. A purge of the subject then removes what was published meanwhile
+// (a tombstoned session's turns are dropped by ingest anyway). Messages a work queue already
+// removed on ack (TURNS, COMMITS) cannot be reached here: their bytes stay in their block file
+// until every message of the block is acked and the file is deleted (docs/operations.md
+// "Erasure on disk").
+func eraseSubject(ctx context.Context, js jetstream.JetStream, stream, subject string) (uint64, error) {
 	st, err := js.Stream(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return 0, nil
@@ -139,16 +158,27 @@ func purgeSubject(ctx context.Context, js jetstream.JetStream, stream, subject s
 	if err != nil {
 		return 0, err
 	}
-	before, err := st.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return 0, err
-	}
 	var n uint64
-	for _, c := range before.State.Subjects {
-		n += c
+	for seq := uint64(1); ; {
+		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return n, fmt.Errorf("find messages: %w", err)
+		}
+		seq = m.Sequence + 1
+		if err := st.SecureDeleteMsg(ctx, m.Sequence); err != nil {
+			// Gone meanwhile (acked from a work queue, or another replica's erasure) is fine.
+			if _, gerr := st.GetMsg(ctx, m.Sequence); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+				continue
+			}
+			return n, fmt.Errorf("secure delete of message %d: %w", m.Sequence, err)
+		}
+		n++
 	}
 	if err := st.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-		return 0, err
+		return n, err
 	}
 	return n, nil
 }

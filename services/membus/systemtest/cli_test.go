@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/testenv"
@@ -139,21 +137,9 @@ func TestDLQCommands(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc, err := bus.Connect(ctx, "nats://"+p.natsAddr, p.natsToken(), "dlq-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	names, err := bus.NewNames("membus")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js, names := p.connectBus(ctx, "dlq-test")
 	subject := names.Turns("acme", "s1")
 	payload := `{"v":1}`
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := bus.Publish(ctx, js, subject, "bad-turn-1", []byte(payload), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -120,19 +120,7 @@ func TestKillMidLoadLosesNothingAcked(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			nc, err := bus.Connect(ctx, "nats://"+first.natsAddr, first.natsToken(), "durability-test", nats.NoReconnect())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			names, err := bus.NewNames("membus")
-			if err != nil {
-				t.Fatal(err)
-			}
+			nc, js, names := first.connectBus(ctx, "durability-test", nats.NoReconnect())
 			lp := &loadPublisher{account: "default", user: "default", sessions: 6,
 				attempted: map[msgKey]bool{}, acked: map[msgKey]bool{}}
 			stop := make(chan struct{})
@@ -239,15 +227,8 @@ func waitTurnsDrained(t *testing.T, p *upProc, names bus.Names, timeout time.Dur
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	nc, err := bus.Connect(ctx, "nats://"+p.natsAddr, p.natsToken(), "durability-check")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js, _ := p.connectBus(ctx, "durability-check")
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	testenv.Eventually(t, timeout, 100*time.Millisecond, func() error {
 		s, err := js.Stream(ctx, names.Stream(bus.StreamTurns))
 		if err != nil {

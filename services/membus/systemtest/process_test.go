@@ -15,6 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/testenv"
 )
 
@@ -197,6 +201,27 @@ func (p *upProc) natsToken() string {
 		p.t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// connectBus connects to p's embedded NATS server as the client name, with the token of its
+// data dir, and returns the connection (closed when the test ends, if not before), JetStream
+// and the names of the default subject prefix.
+func (p *upProc) connectBus(ctx context.Context, name string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream, bus.Names) {
+	p.t.Helper()
+	nc, err := bus.Connect(ctx, "nats://"+p.natsAddr, p.natsToken(), name, opts...)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	names, err := bus.NewNames("membus")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return nc, js, names
 }
 
 var devKeyLine = regexp.MustCompile(`dev API key .*: (\S+)`)

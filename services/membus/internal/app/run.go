@@ -19,6 +19,7 @@ import (
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/projection"
 	"github.com/membus/membus/pkg/vector"
+	"github.com/membus/membus/services/membus/internal/datadir"
 )
 
 // Runnable is a service: it runs until ctx is done and then drains.
@@ -35,11 +36,21 @@ func SignalContext() (context.Context, context.CancelFunc) {
 // until ctx is done; every service but the gateway, which has its own, gets an ops server for
 // /healthz, /readyz and /metrics on the HTTP address.
 func RunService(ctx context.Context, cfg config.Config, logger *slog.Logger, name string) error {
+	// A service alone owns its data dir too (its local vector index, the embedded NATS server
+	// without MEMBUS_NATS_URL, SQLite without MEMBUS_MYSQL_DSN): one process per data dir.
+	lock, err := datadir.Acquire(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	env, err := Open(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
+	if err := lock.Record(cfg.HTTPAddr, env.NATSURL); err != nil {
+		logger.Warn("the data dir lock file does not name the addresses", "err", err)
+	}
 	var run []Runnable
 	if local, ok := env.Vectors.(*vector.Local); ok && name == "recall" {
 		// A recall replica with a local index of its own follows what the other processes
