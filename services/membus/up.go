@@ -80,7 +80,8 @@ func up(cfg config.Config, stdout, stderr io.Writer) int {
 	}
 	done := make(chan error, 1)
 	go func() { done <- env.RunAll(ctx, services...) }()
-	// "Up" means the HTTP API accepts connections, not merely that the services were built.
+	// "Up" means the HTTP API accepts connections and the RPCs answer on the bus (the plugin's
+	// first recall must find them), not merely that the services were built.
 	for ready := false; !ready; {
 		select {
 		case err := <-done:
@@ -92,7 +93,7 @@ func up(cfg config.Config, stdout, stderr io.Writer) int {
 		case <-time.After(5 * time.Millisecond):
 			if c, err := net.DialTimeout("tcp", cfg.HTTPAddr, 100*time.Millisecond); err == nil {
 				c.Close()
-				ready = true
+				ready = env.RPCReady()
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -48,12 +49,10 @@ func startSystem(t *testing.T, dataDir string, cfg config.Config) (*app.Env, str
 	base := "http://" + env.Config.HTTPAddr
 	waitHTTP(t, base+"/healthz")
 	// The HTTP API answers before every service has registered its RPC endpoints; a test's
-	// first call must not race them. Any answer (an error too) means the endpoint is there.
+	// first call must not race them (membus up waits the same way).
 	testenv.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
-		for _, op := range []string{"recall", "commit", "summary"} {
-			if _, err := env.NC.Request(env.Names.RPC("probe", op), []byte("{}"), 2*time.Second); err != nil {
-				return fmt.Errorf("rpc %s: %w", op, err)
-			}
+		if !env.RPCReady() {
+			return errors.New("the RPCs do not answer yet")
 		}
 		return nil
 	})

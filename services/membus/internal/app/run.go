@@ -159,3 +159,15 @@ func (o opsServer) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// RPCReady reports whether the request-reply services answer on the bus: any reply, an error
+// too, means their endpoints are registered. The HTTP API can accept connections before they
+// are, so `membus up` says "up" only once both hold.
+func (e *Env) RPCReady() bool {
+	for _, op := range []string{"recall", "commit", "summary"} {
+		if _, err := e.NC.Request(e.Names.RPC("probe", op), []byte("{}"), 500*time.Millisecond); err != nil {
+			return false
+		}
+	}
+	return true
+}
