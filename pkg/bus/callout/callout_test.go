@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,12 @@ import (
 
 // keysServer starts the embedded server in API-key mode with a responder that knows keys.
 func keysServer(t *testing.T, keys map[string]bus.Grant) (url, token string) {
+	t.Helper()
+	return keysServerTTL(t, 0, func(secret string) (bus.Grant, bool) { g, ok := keys[secret]; return g, ok })
+}
+
+// keysServerTTL is keysServer with the users' lifetime and a lookup that may change.
+func keysServerTTL(t *testing.T, ttl time.Duration, lookup func(secret string) (bus.Grant, bool)) (url, token string) {
 	t.Helper()
 	dir := t.TempDir()
 	token, err := embedded.LoadOrCreateToken(dir)
@@ -39,8 +46,8 @@ func keysServer(t *testing.T, keys map[string]bus.Grant) (url, token string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := callout.Serve(nc, callout.Config{Issuer: issuer, Lookup: func(_ context.Context, secret string) (bus.Grant, error) {
-		g, ok := keys[secret]
+	r, err := callout.Serve(nc, callout.Config{Issuer: issuer, TTL: ttl, Lookup: func(_ context.Context, secret string) (bus.Grant, error) {
+		g, ok := lookup(secret)
 		if !ok {
 			return bus.Grant{}, callout.ErrUnknownKey
 		}
@@ -225,4 +232,34 @@ func TestCalloutRefusesWhatAKeyMayNotDo(t *testing.T) {
 		case <-time.After(300 * time.Millisecond):
 		}
 	})
+}
+
+// TestRevokedKeyLosesTheBus: a connection is authorized for the user's lifetime; when it ends
+// the server drops the connection, and the reconnect of a revoked key is refused.
+func TestRevokedKeyLosesTheBus(t *testing.T) {
+	var revoked atomic.Bool
+	url, _ := keysServerTTL(t, 2*time.Second, func(secret string) (bus.Grant, bool) {
+		if secret != "key-a" || revoked.Load() {
+			return bus.Grant{}, false
+		}
+		return bus.Grant{Scope: bus.ScopeAccount, Account: "acme", KeyID: "ka"}, true
+	})
+	closed := make(chan struct{})
+	nc, err := nats.Connect(url, nats.Token("key-a"), nats.CustomInboxPrefix(bus.InboxPrefix("ka")),
+		nats.ReconnectWait(100*time.Millisecond), nats.MaxReconnects(3),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	revoked.Store(true)
+	select {
+	case <-closed:
+		if nc.LastError() == nil {
+			t.Fatal("closed without an error")
+		}
+		t.Logf("the revoked key's connection ended: %v", nc.LastError())
+	case <-time.After(15 * time.Second):
+		t.Fatal("the revoked key's connection is still up 15 s after its user expired")
+	}
 }
