@@ -55,6 +55,9 @@ cleanup() {
   [ -n "$MPID" ] && kill -9 "$MPID" 2>/dev/null
   [ -n "$RPID" ] && kill -9 "$RPID" 2>/dev/null
   [ -f "$W/mysql.pid" ] && kill -9 "$(cat "$W/mysql.pid")" 2>/dev/null
+  # The publisher and any other loadtest still running (a failed run stops mid-load).
+  local j
+  for j in $(jobs -p); do pkill -P "$j" 2>/dev/null; kill "$j" 2>/dev/null; done
   wait 2>/dev/null
   if [ -n "${CHAOS_KEEP:-}" ] || [ "$rc" != 0 ]; then
     log "work dir kept: $W (membus logs: $W/*/membus.log)"
@@ -149,9 +152,13 @@ d = json.loads(line)
 print(sum(int(d.get(k) or 0) for k in sys.argv[2:]))' "$f" "$@"
 }
 elapsed() { echo $(($(date +%s) - LOAD0)); }
+alive() { # membus up must be running between the kills: exiting on its own is a crash
+  kill -0 "$MPID" 2>/dev/null || die "membus up (pid $MPID) exited on its own mid-run (not killed by this script): $DATA/membus.log"
+}
 at() { # at SECONDS: wait until the load has run that long (or the publisher ended), killing
   # membus up when a kill is due; progress every 10 s
   while [ "$(elapsed)" -lt "$1" ] && kill -0 "$PUB" 2>/dev/null; do
+    alive
     if [ "$K" -lt "$KILLS" ] && [ "$(elapsed)" -ge "$NEXT_KILL" ]; then
       kill9
       K=$((K + 1)) NEXT_KILL=$((NEXT_KILL + DURATION / (KILLS + 1)))
@@ -180,7 +187,7 @@ run_target() {
   fi
   INFLIGHT=0 KILLED=0
   local f
-  for f in kill commitkill mariadb redis erase dup reorder erased_replay bad; do R[$t,f_$f]=—; done
+  for f in kill commitkill mariadb redis erase dup reorder erased_replay bad; do R[$t,f_$f]=-; done
   log "[$t] membus up on http://$HTTP_ADDR, nats://$NATS_LISTEN"
   start_membus
 
@@ -272,6 +279,7 @@ run_target() {
     kill9
     K=$((K + 1))
   done
+  while kill -0 "$PUB" 2>/dev/null; do alive; sleep 0.5; done
   wait "$PUB" || { tail -5 "$DATA/publish.err" >&2; die "publish failed"; }
   log "[$t] load done: $(cat "$DATA/publish.json")"
   # The erased user's turns once more, after every crash.

@@ -43,8 +43,8 @@ type sample struct {
 // of the last third is at most the highest of the first third (after --warmup) times
 // 1+tolerance plus a small absolute slack (--rss-tolerance and 8 MiB, --goroutine-tolerance
 // and 10, --fd-slack files). JetStream keeps every Nats-Msg-Id of the last 10 minutes (the
-// streams' dedup window) in memory, so RSS grows with the publish rate for the first 10
-// minutes of any run: the pace keeps that growth well inside the tolerance.
+// streams' dedup window) in memory, so RSS grows with the publish rate while that window
+// fills: the pace keeps that growth small, and --warmup past 10 minutes leaves it out.
 func soak(args []string) error {
 	var c common
 	fs := c.flagSet("soak")
