@@ -6,7 +6,7 @@ MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 TEST_FLAGS ?= -race -count=1 -timeout 15m
 RUN_ARGS ?=
 
-.PHONY: build run test fuzz bench lint fmt clean services model plugin modules deploy-test deploy-images deploy-env scale-bare
+.PHONY: build run test fuzz bench lint fmt clean services model plugin modules deploy-test deploy-images deploy-env scale-bare chaos soak
 
 # One binary: `membus up` runs everything, `membus <service>` one service. -trimpath and a
 # stripped symbol table (-s -w) keep it small; the version and commit come from the build info.
@@ -74,6 +74,18 @@ services:
 # under load with faults, checked and torn down; installs Docker when missing. docs/distributed.md.
 deploy-test:
 	bash scripts/deploy-test.sh
+
+# The fault matrix against `membus up` (embedded, and on a MariaDB and a Redis of its own) under
+# load: kill -9 in a loop, a commit killed mid-extraction, MariaDB and Redis killed, duplicate and
+# reordered deliveries, bad payloads on every subject and route, an erasure, three tenants; one
+# table, exit 1 on anything lost, duplicated or leaked (scripts/chaos.sh; CHAOS_DURATION=30s).
+chaos:
+	bash scripts/chaos.sh
+
+# `membus up` under a steady load for SOAK_DURATION (10m): RSS, goroutines and open files must
+# stay flat (scripts/soak.sh prints the samples and the rule).
+soak:
+	bash scripts/soak.sh
 
 # What deploy/docker-compose.offline.yml needs where no image registry answers (scripts/deploy-images.sh).
 deploy-images:

@@ -1,6 +1,8 @@
-// Command loadtest drives and checks a distributed membus (deploy/docker-compose.yml) for
-// scripts/deploy-test.sh. It runs inside the compose network (a FROM scratch image), so it
-// reaches the NATS nodes, MariaDB and the services by name:
+// Command loadtest drives and checks a running membus: the distributed stack of
+// deploy/docker-compose.yml for scripts/deploy-test.sh (inside the compose network, a FROM
+// scratch image, so it reaches the NATS nodes, MariaDB and the services by name), and `membus
+// up` for scripts/chaos.sh and scripts/soak.sh (--nats, --token and --dsn name it; --dsn
+// sqlite:<data dir>/membus.db reads the embedded SQLite file, read-only):
 //
 //	loadtest publish  — turn events over NATS from many sessions, paced, retrying each publish
 //	                    with the same Nats-Msg-Id until it is acked; writes the acked ids
@@ -14,6 +16,12 @@
 //	loadtest tenancy  — with one account's API key, as the plugin connects: its own turns and
 //	                    RPCs work, every other account's subject and the bus's internals are
 //	                    refused by the cluster, and a bad key or the bare token cannot connect
+//	loadtest replay   — re-publishes acked turns (same ids, shuffled) and new ones out of order
+//	loadtest abuse    — malformed and oversized payloads on every subject, RPC and HTTP route
+//	loadtest tenants  — a marker per account, then every account's answers checked for the others'
+//	loadtest inflight — archives caught between archived and indexed (after a kill -9)
+//	loadtest dlq      — the run's dead letters by reason, split into expected and good data
+//	loadtest soak     — bounded load while sampling RSS, goroutines and open files; flat or not
 //
 // Every subcommand prints one JSON object on stdout as its last line.
 package main
@@ -36,6 +44,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	_ "modernc.org/sqlite"
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
@@ -50,8 +59,15 @@ func (c *common) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.token, "token", os.Getenv("MEMBUS_NATS_TOKEN"), "NATS token")
 	fs.StringVar(&c.prefix, "prefix", env("MEMBUS_SUBJECT_PREFIX", "membus"), "subject prefix")
 	fs.StringVar(&c.account, "account", "loadtest", "account id")
-	fs.StringVar(&c.dsn, "dsn", os.Getenv("MEMBUS_MYSQL_DSN"), "MySQL DSN")
+	fs.StringVar(&c.dsn, "dsn", os.Getenv("MEMBUS_MYSQL_DSN"), "MySQL DSN, or sqlite:<path of membus.db> (read-only)")
 	fs.StringVar(&c.run, "run", "r1", "run id: prefixes sessions, users and message ids")
+}
+
+// flagSet is the flag set of one subcommand with the common flags on c.
+func (c *common) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
+	c.flags(fs)
+	return fs
 }
 
 func env(k, def string) string {
@@ -63,7 +79,7 @@ func env(k, def string) string {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadtest publish|stored|commit|recall|erase|drain|leader|tenancy [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadtest publish|stored|commit|recall|erase|drain|leader|tenancy|replay|abuse|tenants|inflight|dlq|soak [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -84,6 +100,18 @@ func main() {
 		err = leader(os.Args[2:])
 	case "tenancy":
 		err = tenancy(os.Args[2:])
+	case "replay":
+		err = replay(os.Args[2:])
+	case "abuse":
+		err = abuse(os.Args[2:])
+	case "tenants":
+		err = tenants(os.Args[2:])
+	case "inflight":
+		err = inflight(os.Args[2:])
+	case "dlq":
+		err = dlqReport(os.Args[2:])
+	case "soak":
+		err = soak(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -112,8 +140,14 @@ func connect(c common) (*nats.Conn, jetstream.JetStream, bus.Names, error) {
 	return nc, js, names, err
 }
 
+// openDB opens the deployment's SQL store to check it: MySQL, or with --dsn sqlite:<path> the
+// embedded SQLite file, read-only (membus up keeps writing it; WAL lets both run).
 func openDB(c common) (*sql.DB, error) {
-	db, err := sql.Open("mysql", c.dsn)
+	driver, dsn := "mysql", c.dsn
+	if path, ok := strings.CutPrefix(c.dsn, "sqlite:"); ok {
+		driver, dsn = "sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)"
+	}
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -161,9 +195,8 @@ func turn(c common, j, k, users, factEvery int, r *rand.Rand) contract.TurnEvent
 }
 
 func publish(args []string) error {
-	fs := flag.NewFlagSet("publish", flag.ExitOnError)
 	var c common
-	c.flags(fs)
+	fs := c.flagSet("publish")
 	messages := fs.Int("messages", 20000, "turn messages (2 per event)")
 	sessions := fs.Int("sessions", 50, "sessions")
 	users := fs.Int("users", 10, "users the sessions belong to")
@@ -276,10 +309,9 @@ func pendingTurns(ctx context.Context, js jetstream.JetStream, names bus.Names) 
 }
 
 func stored(args []string) error {
-	fs := flag.NewFlagSet("stored", flag.ExitOnError)
 	var c common
-	c.flags(fs)
-	in := fs.String("in", "/out/acked.txt", "file of acked message ids")
+	fs := c.flagSet("stored")
+	in := fs.String("in", "/out/acked.txt", "files of acked message ids, comma-separated")
 	wait := fs.Duration("wait", 5*time.Minute, "how long ingest may take to drain")
 	_ = fs.Parse(args)
 	nc, js, names, err := connect(c)
@@ -300,21 +332,21 @@ func stored(args []string) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("ingest did not drain in %v (pending %d, %v)", *wait, n, err)
+			if err != nil {
+				return fmt.Errorf("ingest did not drain in %v: %w", *wait, err)
+			}
+			return fmt.Errorf("ingest did not drain in %v (pending %d)", *wait, n)
 		}
 		time.Sleep(time.Second)
 	}
-	f, err := os.Open(*in)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	ackedIDs := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 2 {
-			ackedIDs[fields[1]] = true
+	for _, path := range strings.Split(*in, ",") {
+		acked, err := readAcked(path)
+		if err != nil {
+			return err
+		}
+		for _, a := range acked {
+			ackedIDs[a[1]] = true
 		}
 	}
 	rows, err := db.QueryContext(ctx, `SELECT message_id, COUNT(*) FROM messages WHERE account_id = ? AND message_id LIKE ? GROUP BY message_id`, c.account, c.run+"-%")
@@ -352,8 +384,49 @@ func stored(args []string) error {
 			extra++ // stored though its publish was never acked (a timeout that did land)
 		}
 	}
-	printJSON(map[string]any{"acked": len(ackedIDs), "stored_rows": total, "stored_once": storedOnce, "duplicates": dups, "lost": lost, "stored_unacked": extra})
+	archiveDups, memoryDups, err := derivedDuplicates(ctx, db, c)
+	if err != nil {
+		return err
+	}
+	printJSON(map[string]any{"acked": len(ackedIDs), "stored_rows": total, "stored_once": storedOnce, "duplicates": dups, "lost": lost, "stored_unacked": extra,
+		"archive_overlaps": archiveDups, "memory_duplicates": memoryDups})
 	return nil
+}
+
+// readAcked reads a file of acked messages: "<session> <message id>" per line.
+func readAcked(path string) ([][2]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out [][2]string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) == 2 {
+			out = append(out, [2]string{fields[0], fields[1]})
+		}
+	}
+	return out, sc.Err()
+}
+
+// derivedDuplicates counts what a replayed commit would write twice: pairs of archives of one
+// session whose message ranges overlap (the same messages archived and extracted twice), and
+// active memories of one user, scope and agent that share a content hash (one fact stored as
+// two memories: deterministic ids and exact dedup exist to prevent both).
+func derivedDuplicates(ctx context.Context, db *sql.DB, c common) (archives, memories int, err error) {
+	if err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM archives a JOIN archives b
+		ON a.account_id = b.account_id AND a.session_id = b.session_id AND a.id < b.id
+		AND a.from_seq <= b.to_seq AND b.from_seq <= a.to_seq
+		WHERE a.account_id = ? AND a.session_id LIKE ?`, c.account, c.run+"-%").Scan(&archives); err != nil {
+		return 0, 0, fmt.Errorf("count overlapping archives: %w", err)
+	}
+	if err = db.QueryRowContext(ctx, `SELECT COALESCE(SUM(n - 1), 0) FROM (SELECT COUNT(*) AS n FROM memories
+		WHERE account_id = ? AND user_id LIKE ? AND superseded_by IS NULL AND duplicate_of IS NULL AND valid_to_us IS NULL
+		GROUP BY user_id, scope, agent_id, content_hash HAVING COUNT(*) > 1) d`, c.account, c.run+"-%").Scan(&memories); err != nil {
+		return 0, 0, fmt.Errorf("count duplicate memories: %w", err)
+	}
+	return archives, memories, nil
 }
 
 func sessionsOf(ctx context.Context, db *sql.DB, c common) ([][2]string, error) {
@@ -374,9 +447,11 @@ func sessionsOf(ctx context.Context, db *sql.DB, c common) ([][2]string, error) 
 }
 
 func commitAll(args []string) error {
-	fs := flag.NewFlagSet("commit", flag.ExitOnError)
 	var c common
-	c.flags(fs)
+	fs := c.flagSet("commit")
+	idPrefix := fs.String("id", "final-", "request id prefix (a repeated id gets the stored result)")
+	tries := fs.Int("tries", 5, "attempts per session")
+	timeout := fs.Duration("timeout", 120*time.Second, "how long one attempt may wait")
 	_ = fs.Parse(args)
 	nc, _, names, err := connect(c)
 	if err != nil {
@@ -394,6 +469,8 @@ func commitAll(args []string) error {
 		return err
 	}
 	var ok, failed, memories atomic.Int64
+	var mu sync.Mutex
+	failedSessions := []string{}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
 	for _, su := range sess {
@@ -404,9 +481,9 @@ func commitAll(args []string) error {
 			defer func() { <-sem }()
 			var res contract.CommitResult
 			for attempt := 0; ; attempt++ {
-				cctx, cancel := context.WithTimeout(ctx, 120*time.Second)
-				err := bus.Call(cctx, nc, names.RPC(c.account, "commit"), contract.CommitRPCRequest{V: 1, RequestID: "final-" + su[0],
-					UserID: su[1], SessionID: su[0], Kind: contract.CommitSync, Wait: true}, &res)
+				cctx, cancel := context.WithTimeout(ctx, *timeout)
+				err := bus.Call(cctx, nc, names.RPC(c.account, "commit"), contract.CommitRPCRequest{V: 1, RequestID: *idPrefix + su[0],
+					UserID: su[1], SessionID: su[0], Kind: contract.CommitSync, Wait: true, TimeoutMS: int((*timeout - time.Second).Milliseconds())}, &res)
 				cancel()
 				if err == nil && (res.Status == contract.StatusCompleted || res.OK) {
 					ok.Add(1)
@@ -415,8 +492,11 @@ func commitAll(args []string) error {
 					}
 					return
 				}
-				if attempt == 4 {
+				if attempt == *tries-1 {
 					failed.Add(1)
+					mu.Lock()
+					failedSessions = append(failedSessions, su[0])
+					mu.Unlock()
 					fmt.Fprintf(os.Stderr, "commit %s: %v %+v\n", su[0], err, res)
 					return
 				}
@@ -425,10 +505,26 @@ func commitAll(args []string) error {
 		}()
 	}
 	wg.Wait()
-	var archives, mems int
+	var archives int
 	_ = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM archives WHERE account_id = ? AND session_id LIKE ?`, c.account, c.run+"-%").Scan(&archives)
-	_ = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM archives WHERE account_id = ? AND session_id LIKE ? AND state NOT IN ('indexed', 'summarized')`, c.account, c.run+"-%").Scan(&mems)
-	printJSON(map[string]any{"sessions": len(sess), "committed": ok.Load(), "failed": failed.Load(), "memories_final_commit": memories.Load(), "archives": archives, "archives_not_indexed": mems})
+	unindexed := []string{}
+	rows, err := db.QueryContext(ctx, `SELECT session_id FROM archives WHERE account_id = ? AND session_id LIKE ? AND state NOT IN ('indexed', 'summarized')`, c.account, c.run+"-%")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return err
+		}
+		unindexed = append(unindexed, s)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	printJSON(map[string]any{"sessions": len(sess), "committed": ok.Load(), "failed": failed.Load(), "memories_final_commit": memories.Load(), "archives": archives,
+		"archives_not_indexed": len(unindexed), "failed_sessions": failedSessions, "unindexed_sessions": unindexed})
 	if failed.Load() > 0 {
 		return errors.New("some commits failed")
 	}
@@ -494,9 +590,8 @@ func recallEach(ctx context.Context, nc *nats.Conn, names bus.Names, c common, m
 }
 
 func recall(args []string) error {
-	fs := flag.NewFlagSet("recall", flag.ExitOnError)
 	var c common
-	c.flags(fs)
+	fs := c.flagSet("recall")
 	label := fs.String("label", "", "the recall replica answering (for the report)")
 	_ = fs.Parse(args)
 	nc, _, names, err := connect(c)
@@ -522,13 +617,12 @@ func recall(args []string) error {
 
 // erase erases one user through the RPC, then checks SQL holds none of their rows and recall
 // (whichever replica answers) returns none of their memories; with --check-only it only checks
-// (run once per recall replica).
+// (run once per recall replica, or again after later faults and replays).
 func erase(args []string) error {
-	fs := flag.NewFlagSet("erase", flag.ExitOnError)
 	var c common
-	c.flags(fs)
+	fs := c.flagSet("erase")
 	user := fs.String("user", "", "user to erase")
-	memFile := fs.String("memories", "/out/erased-memories.json", "the erased user's memories, saved by the erase for the checks")
+	memFile := fs.String("memories", "/out/erased-memories.json", "the erased user's memories and sessions, saved by the erase for the checks")
 	checkOnly := fs.Bool("check-only", false, "only check that the erased user's memories are gone")
 	label := fs.String("label", "", "the recall replica answering (for the report)")
 	_ = fs.Parse(args)
@@ -543,17 +637,29 @@ func erase(args []string) error {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	var mems []memRow
+	type jm struct{ ID, User, Text string }
+	var saved struct {
+		Memories []jm
+		Sessions []string
+	}
 	if !*checkOnly {
-		if mems, err = activeMemories(ctx, db, c, *user); err != nil {
+		mems, err := activeMemories(ctx, db, c, *user)
+		if err != nil {
 			return err
 		}
-		type jm struct{ ID, User, Text string }
-		var out []jm
 		for _, m := range mems {
-			out = append(out, jm{m.id, m.user, m.text})
+			saved.Memories = append(saved.Memories, jm{m.id, m.user, m.text})
 		}
-		b, _ := json.Marshal(out)
+		sess, err := sessionsOf(ctx, db, c)
+		if err != nil {
+			return err
+		}
+		for _, su := range sess {
+			if su[1] == *user {
+				saved.Sessions = append(saved.Sessions, su[0])
+			}
+		}
+		b, _ := json.Marshal(saved)
 		if err := os.WriteFile(*memFile, b, 0o644); err != nil {
 			return err
 		}
@@ -569,19 +675,37 @@ func erase(args []string) error {
 		if err != nil {
 			return err
 		}
-		var in []struct{ ID, User, Text string }
-		if err := json.Unmarshal(b, &in); err != nil {
+		if err := json.Unmarshal(b, &saved); err != nil {
 			return err
 		}
-		for _, m := range in {
-			mems = append(mems, memRow{m.ID, m.User, m.Text})
+	}
+	var mems []memRow
+	for _, m := range saved.Memories {
+		mems = append(mems, memRow{m.ID, m.User, m.Text})
+	}
+	// The session rows go with the erasure, so messages and archives are counted by the
+	// sessions the user had before it.
+	var sqlMsgs, sqlMems, sqlArchives, sessionAnswers int
+	_ = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM memories WHERE account_id = ? AND user_id = ?`, c.account, *user).Scan(&sqlMems)
+	for _, sess := range saved.Sessions {
+		var n, a int
+		_ = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE account_id = ? AND session_id = ?`, c.account, sess).Scan(&n)
+		_ = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM archives WHERE account_id = ? AND session_id = ?`, c.account, sess).Scan(&a)
+		sqlMsgs += n
+		sqlArchives += a
+		// session.get must not find it (an erased session answers not_found).
+		var meta contract.SessionMeta
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := bus.Call(cctx, nc, names.RPC(c.account, "session.get"), contract.SessionMetaRequest{V: 1, UserID: *user, SessionID: sess}, &meta)
+		cancel()
+		if err == nil && meta.MessageCount > 0 {
+			sessionAnswers++
 		}
 	}
-	var sqlMsgs, sqlMems int
-	_ = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM memories WHERE account_id = ? AND user_id = ?`, c.account, *user).Scan(&sqlMems)
-	_ = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages m JOIN sessions s ON s.account_id = m.account_id AND s.session_id = m.session_id WHERE s.account_id = ? AND s.user_id = ?`, c.account, *user).Scan(&sqlMsgs)
 	hits, degraded, errs := recallEach(ctx, nc, names, c, mems, true)
-	printJSON(map[string]any{"replica": *label, "user": *user, "erased_memories": len(mems), "sql_memories_left": sqlMems, "sql_messages_left": sqlMsgs, "recall_hits": hits, "degraded": degraded, "errors": errs})
+	printJSON(map[string]any{"replica": *label, "user": *user, "erased_memories": len(mems), "erased_sessions": len(saved.Sessions),
+		"sql_memories_left": sqlMems, "sql_messages_left": sqlMsgs, "sql_archives_left": sqlArchives, "session_answers": sessionAnswers,
+		"recall_hits": hits, "degraded": degraded, "errors": errs})
 	return nil
 }
 
@@ -589,9 +713,8 @@ func erase(args []string) error {
 // caller scales ingest to 0), then waits for the caller to start the replicas and times the
 // drain from the first stored message to the last.
 func drain(args []string) error {
-	fs := flag.NewFlagSet("drain", flag.ExitOnError)
 	var c common
-	c.flags(fs)
+	fs := c.flagSet("drain")
 	phase := fs.String("phase", "fill", "fill (publish the backlog) or measure (time the drain)")
 	messages := fs.Int("messages", 20000, "messages of the backlog")
 	sessions := fs.Int("sessions", 50, "sessions")
@@ -667,9 +790,8 @@ func drain(args []string) error {
 
 // leader prints the server name of the turns stream's cluster leader ("" unclustered).
 func leader(args []string) error {
-	fs := flag.NewFlagSet("leader", flag.ExitOnError)
 	var c common
-	c.flags(fs)
+	fs := c.flagSet("leader")
 	_ = fs.Parse(args)
 	nc, js, names, err := connect(c)
 	if err != nil {
