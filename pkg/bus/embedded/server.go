@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/bus/callout"
@@ -112,7 +113,13 @@ func Start(cfg Config) (*server.Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("embedded nats: %w", err)
 		}
-		opts.Users = []*server.User{{Username: bus.ServiceUser, Password: cfg.Token}}
+		// The server compares a bcrypt hash (and warns of a plaintext one); the lowest cost
+		// suffices for a 256-bit random token and keeps the services' connects fast.
+		hash, err := bcrypt.GenerateFromPassword([]byte(cfg.Token), bcrypt.MinCost)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: the token (MEMBUS_NATS_TOKEN) must be at most 72 bytes: %w", err)
+		}
+		opts.Users = []*server.User{{Username: bus.ServiceUser, Password: string(hash)}}
 		opts.AuthCallout = &server.AuthCallout{Issuer: issuer, AuthUsers: []string{bus.ServiceUser}}
 	}
 	s, err := server.NewServer(opts)
