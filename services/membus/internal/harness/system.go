@@ -81,6 +81,29 @@ func StartIn(ctx context.Context, dir string, cfg config.Config, logger *slog.Lo
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
 	go func() { done <- env.RunAll(rctx, services...) }()
+	// Ready as `membus up` is: the HTTP API accepts connections and the RPCs answer on the bus,
+	// so a caller's first request never races the services' start.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if c, err := net.DialTimeout("tcp", cfg.HTTPAddr, 100*time.Millisecond); err == nil {
+			_ = c.Close()
+			if env.RPCReady() {
+				break
+			}
+		}
+		select {
+		case err := <-done: // a service failed to start
+			cancel()
+			env.Close()
+			return nil, nil, nil, fmt.Errorf("the services stopped before they were ready: %w", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			runErr := <-done
+			env.Close()
+			return nil, nil, nil, errors.Join(errors.New("the services did not become ready within 30 s"), runErr)
+		}
+	}
 	stop := func() error {
 		cancel()
 		var err error
