@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -48,14 +47,6 @@ func startSystem(t *testing.T, dataDir string, cfg config.Config) (*app.Env, str
 	})
 	base := "http://" + env.Config.HTTPAddr
 	waitHTTP(t, base+"/healthz")
-	// The HTTP API answers before every service has registered its RPC endpoints; a test's
-	// first call must not race them (membus up waits the same way).
-	testenv.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
-		if !env.RPCReady() {
-			return errors.New("the RPCs do not answer yet")
-		}
-		return nil
-	})
 	return env, base
 }
 
