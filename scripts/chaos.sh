@@ -22,12 +22,21 @@
 #      run; any other unfinished commit does), the erased user's data answered nowhere, no
 #      account's answers holding another's marker, no good data dead-lettered, every bad
 #      payload answered or dead-lettered, membus still up and stopping cleanly;
-# then prints one table. The compose stack of deploy/ is not targeted (make deploy-test runs its
-# faults); the table says whether it was running. Exit 1 when anything was lost, duplicated,
-# leaked, came back or went unanswered.
+# then prints one table. Exit 1 when anything was lost, duplicated, leaked, came back or went
+# unanswered.
+#
+# The compose stack of deploy/ (target compose: 3 NATS nodes, MariaDB, Redis, the gateway and
+# every service scaled out, as make deploy-test runs it) gets the same load, seeds and checks;
+# its kills are `docker kill` of one container at a time, in turn: the NATS node leading the
+# turns stream, one replica of each service, the gateway (which answers the auth callout) and
+# the summarizer; the commit kill takes both extract replicas; MariaDB and Redis are killed and
+# started again; the clean stop is every membus container's exit code after `docker stop`. It is
+# a default target when a stack is running (scripts/deploy-test.sh --up, or DEPLOY_KEEP=1);
+# naming it in CHAOS_TARGETS with none running brings one up first and takes it down after.
 #
 # Environment: CHAOS_DURATION (load per target, default 120s), CHAOS_RATE (messages/s, 200),
-# CHAOS_KILLS (kill -9 of membus up per target, 3), CHAOS_TARGETS (embedded,mariadb),
+# CHAOS_KILLS (kill -9 of membus up per target, 3; compose: containers killed, 7: every service
+# once), CHAOS_TARGETS (embedded,mariadb, and compose when a stack is running),
 # CHAOS_REPLAY (acked turns delivered again, at most; 1000), CHAOS_KEEP=1 (keep the work dir:
 # data dirs, logs, loadtest outputs; kept anyway on failure), CHAOS_PORT_BASE (18500: HTTP +0,
 # NATS +1, Redis +2, MariaDB +3).
@@ -43,6 +52,8 @@ PORT=${CHAOS_PORT_BASE:-18500}
 HTTP_ADDR=127.0.0.1:$PORT NATS_LISTEN=127.0.0.1:$((PORT + 1)) REDIS_PORT=$((PORT + 2)) MARIADB_PORT=$((PORT + 3))
 W=$(mktemp -d /tmp/membus-chaos.XXXXXX)
 RUN=c$(date +%s)
+STATE=${DEPLOY_STATE:-/var/tmp/membus-deploy} # make deploy-test's: its stack.env reaches the stack
+OWN_STACK=
 
 log() { printf '[chaos %4ds] %s\n' "$(($(date +%s) - T0))" "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
@@ -55,6 +66,7 @@ cleanup() {
   [ -n "$MPID" ] && kill -9 "$MPID" 2>/dev/null
   [ -n "$RPID" ] && kill -9 "$RPID" 2>/dev/null
   [ -f "$W/mysql.pid" ] && kill -9 "$(cat "$W/mysql.pid")" 2>/dev/null
+  [ -n "$OWN_STACK" ] && bash scripts/deploy-test.sh --down >"$W/deploy-down.log" 2>&1
   # The publisher and any other loadtest still running (a failed run stops mid-load).
   local j
   for j in $(jobs -p); do pkill -P "$j" 2>/dev/null; kill "$j" 2>/dev/null; done
@@ -129,7 +141,11 @@ start_membus() {
   tail -20 "$DATA/membus.log" >&2
   die "membus up did not become ready (log: $DATA/membus.log)"
 }
-kill9() { # kill -9 membus up, note what it left mid-extraction, restart it
+kill9() { # kill -9 membus up (compose: one container), note what it left mid-extraction, restart it
+  if [ "$T" = compose ]; then
+    kill_container
+    return
+  fi
   kill -9 "$MPID" 2>/dev/null
   wait "$MPID" 2>/dev/null || true
   local n
@@ -140,7 +156,23 @@ kill9() { # kill -9 membus up, note what it left mid-extraction, restart it
   start_membus
 }
 
-lt() { "$LOADTEST" "$1" --nats "nats://$NATS_LISTEN" --token "$(cat "$DATA/nats.token")" --dsn "$DSN" --run "$RUN" "${@:2}"; }
+# ltx SUBCOMMAND [flags]: deploy/loadtest against the target's bus (compose: in a container on
+# the stack's network, the work dir mounted at the same path); lt adds the SQL store and the run.
+ltx() {
+  if [ "$T" = compose ]; then
+    docker run --rm --label membus.deploy-test=1 --network "$NET" -v "$DATA:$DATA" membus/loadtest "$1" --token "$MEMBUS_NATS_TOKEN" "${@:2}"
+  else
+    "$LOADTEST" "$1" --nats "nats://$NATS_LISTEN" --token "$(cat "$DATA/nats.token")" "${@:2}"
+  fi
+}
+lt() { ltx "$1" --dsn "$DSN" --run "$RUN" "${@:2}"; }
+keys_create() {
+  if [ "$T" = compose ]; then
+    docker exec "${P}_gateway_1" membus keys create "$@" | tr -d '\r'
+  else
+    "$MEMBUS" keys create "$@"
+  fi
+}
 # jget FILE KEY...: the sum of the numeric top-level KEYs of the last JSON line of FILE (- stdin).
 jget() {
   local f=$1
@@ -151,17 +183,30 @@ line = [l for l in open(sys.argv[1] if sys.argv[1] != "-" else 0).read().splitli
 d = json.loads(line)
 print(sum(int(d.get(k) or 0) for k in sys.argv[2:]))' "$f" "$@"
 }
+lease_pttl() { # the remaining ms of a Redis key (the session lease of a killed process)
+  if [ "$T" = compose ]; then
+    docker exec "${P}_redis_1" redis-cli -a "$MEMBUS_REDIS_PASSWORD" --no-auth-warning pttl "$1"
+  else
+    redis-cli -p "$REDIS_PORT" pttl "$1"
+  fi
+}
 elapsed() { echo $(($(date +%s) - LOAD0)); }
 alive() { # membus up must be running between the kills: exiting on its own is a crash
+  if [ "$T" = compose ]; then
+    local down
+    down=$(docker ps -a --filter "label=com.docker.compose.project=$P" --filter status=exited --filter status=dead --format '{{.Names}}')
+    [ -z "$down" ] || die "containers down that this script did not kill: $down (docker logs)"
+    return
+  fi
   kill -0 "$MPID" 2>/dev/null || die "membus up (pid $MPID) exited on its own mid-run (not killed by this script): $DATA/membus.log"
 }
 at() { # at SECONDS: wait until the load has run that long (or the publisher ended), killing
   # membus up when a kill is due; progress every 10 s
   while [ "$(elapsed)" -lt "$1" ] && kill -0 "$PUB" 2>/dev/null; do
     alive
-    if [ "$K" -lt "$KILLS" ] && [ "$(elapsed)" -ge "$NEXT_KILL" ]; then
+    if [ "$K" -lt "$kills" ] && [ "$(elapsed)" -ge "$NEXT_KILL" ]; then
       kill9
-      K=$((K + 1)) NEXT_KILL=$((NEXT_KILL + DURATION / (KILLS + 1)))
+      K=$((K + 1)) NEXT_KILL=$((NEXT_KILL + DURATION / (kills + 1)))
     fi
     if [ "$(elapsed)" -ge "$NEXT_PROGRESS" ]; then
       log "  load ${NEXT_PROGRESS}s/${DURATION}s: $(grep -o 'acked=[0-9]*' "$DATA/publish.err" 2>/dev/null | tail -1 || true) messages"
@@ -171,38 +216,109 @@ at() { # at SECONDS: wait until the load has run that long (or the publisher end
   done
 }
 
+# --- the compose stack -------------------------------------------------------------------------------
+stack_running() {
+  # shellcheck disable=SC1091
+  command -v docker >/dev/null && [ -f "$STATE/stack.env" ] \
+    && (. "$STATE/stack.env" && docker ps -q --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" \
+      --filter label=com.docker.compose.service=gateway 2>/dev/null | grep -q .)
+}
+compose_setup() {
+  if ! stack_running; then
+    log "[compose] no stack running: bringing one up (scripts/deploy-test.sh --up, a few minutes; log $W/deploy-up.log)"
+    OWN_STACK=1
+    bash scripts/deploy-test.sh --up >"$W/deploy-up.log" 2>&1 || { tail -20 "$W/deploy-up.log" >&2; die "deploy-test.sh --up failed"; }
+  fi
+  # shellcheck disable=SC1091
+  . "$STATE/stack.env"
+  P=$COMPOSE_PROJECT_NAME NET=${COMPOSE_PROJECT_NAME}_default
+  DSN="membus:$MEMBUS_DB_PASSWORD@tcp(mariadb:3306)/membus?parseTime=true"
+  # One of each, in turn: nats is the turns stream's leader at the time of the kill.
+  VICTIMS=(nats ingest_1 extract_1 recall_1 gateway_1 summarizer_1 ingest_2 extract_2 recall_2)
+}
+healthy() { # healthy CONTAINER...: wait (≤ 180 s) until each one's health check passes
+  local c
+  for c in "$@"; do
+    for _ in $(seq 1 360); do
+      [ "$(docker inspect -f '{{.State.Health.Status}}' "$c" 2>/dev/null)" = healthy ] && continue 2
+      sleep 0.5
+    done
+    docker logs --tail 20 "$c" >&2
+    die "$c not healthy 180 s after its restart"
+  done
+}
+restart_after() { # restart_after SECONDS CONTAINER...: start the killed containers again, healthy
+  sleep "$1"
+  docker start "${@:2}" >/dev/null
+  healthy "${@:2}"
+}
+kill_container() {
+  local v=${VICTIMS[$((KILLED % ${#VICTIMS[@]}))]} n
+  if [ "$v" = nats ]; then v=$(lt leader 2>/dev/null | grep -o 'nats-[123]' || echo nats-2)_1; fi
+  docker kill "${P}_$v" >/dev/null
+  n=$(lt inflight | jget - archived extracted)
+  INFLIGHT=$((INFLIGHT + n))
+  KILLED=$((KILLED + 1))
+  KILLED_NAMES+="${KILLED_NAMES:+ }${v%_1}"
+  log "docker kill $v ($KILLED): $n archives caught mid-commit; starting it again"
+  restart_after 2 "${P}_$v"
+}
+compose_stop() { # docker stop every membus container: each must exit 0 (then start it again)
+  local c code rc=0 cs
+  cs=$(docker ps --filter "label=com.docker.compose.project=$P" --format '{{.Names}}' | grep -E "^${P}_(gateway|ingest|extract|recall|summarizer)_" | sort)
+  # shellcheck disable=SC2086
+  docker stop -t 30 $cs >/dev/null
+  for c in $cs; do
+    code=$(docker inspect -f '{{.State.ExitCode}}' "$c")
+    [ "$code" = 0 ] || { rc=$code; log "$c exited $code on docker stop"; }
+  done
+  # shellcheck disable=SC2086
+  [ -n "$OWN_STACK" ] || { docker start $cs >/dev/null; healthy $cs; }
+  return "$rc"
+}
+
 declare -A R # results: R[<target>,<row>]
 run_target() {
   local t=$1
+  T=$t
   DATA=$W/$t
   mkdir -p "$DATA"
   export MEMBUS_DATA_DIR=$DATA
   DSN=sqlite:$DATA/membus.db
+  LT_HTTP=http://$HTTP_ADDR HOST_HTTP=http://$HTTP_ADDR
   unset MEMBUS_MYSQL_DSN MEMBUS_REDIS_URL
-  if [ "$t" = mariadb ]; then
+  if [ "$t" = compose ]; then
+    compose_setup
+    LT_HTTP=http://gateway:8080 HOST_HTTP=http://127.0.0.1:$MEMBUS_GATEWAY_PORT
+  elif [ "$t" = mariadb ]; then
     setup_backends
     export MEMBUS_MYSQL_DSN="membus:membus@tcp(127.0.0.1:$MARIADB_PORT)/membus?parseTime=true&multiStatements=true"
     export MEMBUS_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
     DSN=$MEMBUS_MYSQL_DSN
   fi
-  INFLIGHT=0 KILLED=0
-  local f
+  INFLIGHT=0 KILLED=0 KILLED_NAMES=
+  local f kills=$KILLS
+  [ "$t" = compose ] && kills=${CHAOS_KILLS:-7}
   for f in kill commitkill mariadb redis erase dup reorder erased_replay bad; do R[$t,f_$f]=-; done
-  log "[$t] membus up on http://$HTTP_ADDR, nats://$NATS_LISTEN"
-  start_membus
+  if [ "$t" = compose ]; then
+    log "[$t] the compose stack $P: gateway on $HOST_HTTP, $(docker ps -q --filter "label=com.docker.compose.project=$P" | wc -l) containers"
+  else
+    log "[$t] membus up on http://$HTTP_ADDR, nats://$NATS_LISTEN"
+    start_membus
+  fi
 
   # Keys: one user key per tenant account, a user and an admin key of the abuse account.
   : >"$DATA/keys.txt"
-  for i in 1 2 3; do echo "$RUN-t$i $("$MEMBUS" keys create --account "$RUN-t$i" --user u1 --role user)" >>"$DATA/keys.txt"; done
+  for i in 1 2 3; do echo "$RUN-t$i $(keys_create --account "$RUN-t$i" --user u1 --role user)" >>"$DATA/keys.txt"; done
   local akey adkey
-  akey=$("$MEMBUS" keys create --account "$RUN-abuse" --user u1 --role user)
-  adkey=$("$MEMBUS" keys create --account "$RUN-abuse" --role admin)
+  akey=$(keys_create --account "$RUN-abuse" --user u1 --role user)
+  adkey=$(keys_create --account "$RUN-abuse" --role admin)
 
   log "[$t] seeding: a marker fact in each of 3 accounts; the user to erase (2 sessions, committed)"
   lt tenants --phase seed --accounts 3 >"$DATA/tenants-seed.json"
-  "$LOADTEST" publish --nats "nats://$NATS_LISTEN" --token "$(cat "$DATA/nats.token")" --run "e$RUN" --messages 200 --sessions 2 --users 1 \
+  ltx publish --run "e$RUN" --messages 200 --sessions 2 --users 1 \
     --rate 0 --fact-every 2 --out "$DATA/erased-acked.txt" >"$DATA/erased-publish.json" 2>/dev/null
-  "$LOADTEST" commit --nats "nats://$NATS_LISTEN" --token "$(cat "$DATA/nats.token")" --dsn "$DSN" --run "e$RUN" >"$DATA/erased-commit.json"
+  ltx commit --dsn "$DSN" --run "e$RUN" >"$DATA/erased-commit.json"
 
   local msgs=$((RATE * DURATION))
   log "[$t] load: $msgs messages from 20 sessions at $RATE msg/s for ${DURATION}s, faults spread over it"
@@ -211,7 +327,7 @@ run_target() {
     >"$DATA/publish.json" 2>"$DATA/publish.err" &
   PUB=$!
   # The schedule, in fractions of the run; CHAOS_KILLS kills evenly spaced in between (at).
-  K=0 NEXT_KILL=$((DURATION / (KILLS + 1)))
+  K=0 NEXT_KILL=$((DURATION / (kills + 1)))
   local step
   for step in erase abuse mariadb replay redis commitkill; do
     case $step in
@@ -230,36 +346,47 @@ run_target() {
         ;;
       abuse)
         log "[$t] malformed and oversized payloads on every subject, RPC and HTTP route"
-        lt abuse --account "$RUN-abuse" --http "http://$HTTP_ADDR" --key "$akey" --admin-key "$adkey" >"$DATA/abuse.json" 2>"$DATA/abuse.err" \
+        lt abuse --account "$RUN-abuse" --http "$LT_HTTP" --key "$akey" --admin-key "$adkey" >"$DATA/abuse.json" 2>"$DATA/abuse.err" \
           || die "abuse failed: $(tail -5 "$DATA/abuse.err")"
         R[$t,f_bad]=$(jget "$DATA/abuse.json" turns_acked commits_acked events_acked events_other_acked metrics_published turns_refused_max_payload \
           commits_refused_max_payload rpc_error_answers rpc_ok_answers rpc_no_answer http_2xx http_4xx http_413 http_readyz_503 http_5xx http_no_answer)
         ;;
       mariadb)
-        [ "$t" = mariadb ] || continue
+        [ "$t" != embedded ] || continue
         log "[$t] kill -9 MariaDB mid-load; restart in 5 s"
-        kill -9 "$(cat "$W/mysql.pid")"
-        sleep 5
-        start_mariadb
+        if [ "$t" = compose ]; then
+          docker kill "${P}_mariadb_1" >/dev/null
+          restart_after 5 "${P}_mariadb_1"
+        else
+          kill -9 "$(cat "$W/mysql.pid")"
+          sleep 5
+          start_mariadb
+        fi
         R[$t,f_mariadb]=1
         ;;
       replay)
         log "[$t] duplicate and reordered deliveries; the erased user's turns again"
         lt replay --in "$DATA/acked.txt" --users 5 --limit "${CHAOS_REPLAY:-1000}" --first-session 20 --new-sessions 5 --reorder 20 \
           --out "$DATA/reordered.txt" >"$DATA/replay.json" 2>"$DATA/replay.err" || die "replay failed: $(tail -5 "$DATA/replay.err")"
-        "$LOADTEST" replay --nats "nats://$NATS_LISTEN" --token "$(cat "$DATA/nats.token")" --run "e$RUN" --in "$DATA/erased-acked.txt" \
+        ltx replay --run "e$RUN" --in "$DATA/erased-acked.txt" \
           --users 1 --out "$DATA/erased-reordered.txt" >"$DATA/erased-replay.json" 2>>"$DATA/replay.err" || die "replay of the erased user failed"
         R[$t,f_dup]="$(jget "$DATA/replay.json" replayed_same_id replayed_new_id) ($(jget "$DATA/replay.json" jetstream_duplicates) JetStream dedup hits)"
         R[$t,f_reorder]=$(jget "$DATA/replay.json" reordered_events)
         R[$t,f_erased_replay]=$(jget "$DATA/erased-replay.json" replayed_same_id replayed_new_id)
         ;;
       redis)
-        [ "$t" = mariadb ] || continue
-        log "[$t] kill -9 Redis mid-load; restart in 3 s (empty: no persistence)"
-        kill -9 "$RPID"
-        wait "$RPID" 2>/dev/null || true
-        sleep 3
-        start_redis
+        [ "$t" != embedded ] || continue
+        if [ "$t" = compose ]; then
+          log "[$t] kill -9 Redis mid-load; restart in 3 s (its append-only file kept)"
+          docker kill "${P}_redis_1" >/dev/null
+          restart_after 3 "${P}_redis_1"
+        else
+          log "[$t] kill -9 Redis mid-load; restart in 3 s (empty: no persistence)"
+          kill -9 "$RPID"
+          wait "$RPID" 2>/dev/null || true
+          sleep 3
+          start_redis
+        fi
         R[$t,f_redis]=1
         ;;
       commitkill)
@@ -267,7 +394,16 @@ run_target() {
         lt commit --id killed- >/dev/null 2>&1 &
         local cpid=$!
         sleep "0.$((RANDOM % 7 + 3))"
-        kill9
+        if [ "$t" = compose ]; then # both extract replicas, which run the commits
+          docker kill "${P}_extract_1" "${P}_extract_2" >/dev/null
+          local n
+          n=$(lt inflight | jget - archived extracted)
+          INFLIGHT=$((INFLIGHT + n)) KILLED=$((KILLED + 2))
+          log "[$t] docker kill extract_1 extract_2 under the commits: $n archives caught mid-commit"
+          restart_after 2 "${P}_extract_1" "${P}_extract_2"
+        else
+          kill9
+        fi
         pkill -P "$cpid" 2>/dev/null || true # the loadtest under the backgrounded lt (gone already: fine)
         kill "$cpid" 2>/dev/null || true
         wait "$cpid" 2>/dev/null || true
@@ -276,7 +412,7 @@ run_target() {
     esac
   done
   at "$DURATION"
-  while [ "$K" -lt "$KILLS" ]; do # the publisher ended early: the kills still due
+  while [ "$K" -lt "$kills" ]; do # the publisher ended early: the kills still due
     kill9
     K=$((K + 1))
   done
@@ -284,7 +420,7 @@ run_target() {
   wait "$PUB" || { tail -5 "$DATA/publish.err" >&2; die "publish failed"; }
   log "[$t] load done: $(cat "$DATA/publish.json")"
   # The erased user's turns once more, after every crash.
-  "$LOADTEST" replay --nats "nats://$NATS_LISTEN" --token "$(cat "$DATA/nats.token")" --run "e$RUN" --in "$DATA/erased-acked.txt" \
+  ltx replay --run "e$RUN" --in "$DATA/erased-acked.txt" \
     --users 1 --out "$DATA/erased-reordered.txt" >"$DATA/erased-replay2.json" 2>>"$DATA/replay.err"
   R[$t,f_erased_replay]=$((R[$t,f_erased_replay] + $(jget "$DATA/erased-replay2.json" replayed_same_id replayed_new_id)))
 
@@ -297,7 +433,7 @@ run_target() {
   # 10 minutes) is told apart from one that is stuck for no reason.
   local blocked=0 stuck=0 s
   for s in $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(" ".join(sorted(set(d["failed_sessions"]) | set(d["unindexed_sessions"]))))' "$DATA/commit.json"); do
-    if [ "$t" = mariadb ] && [ "$(redis-cli -p "$REDIS_PORT" pttl "membus:lock:session:loadtest:$s")" -gt 0 ]; then
+    if [ "$t" != embedded ] && [ "$(lease_pttl "membus:lock:session:loadtest:$s")" -gt 0 ]; then
       blocked=$((blocked + 1))
     else
       stuck=$((stuck + 1))
@@ -305,15 +441,19 @@ run_target() {
   done
   log "[$t] checking: the erased user, the tenants, the dead letters"
   lt erase --check-only --run "e$RUN" --user "e$RUN-u00" --memories "$DATA/erased.json" >"$DATA/erased-check.json"
-  lt tenants --phase check --accounts 3 --http "http://$HTTP_ADDR" --keys "$DATA/keys.txt" >"$DATA/tenants.json" 2>"$DATA/tenants.err" \
+  lt tenants --phase check --accounts 3 --http "$LT_HTTP" --keys "$DATA/keys.txt" >"$DATA/tenants.json" 2>"$DATA/tenants.err" \
     || die "tenants check: $(tail -5 "$DATA/tenants.err")"
   lt dlq --expected "$RUN-abuse" >"$DATA/dlq.json"
-  local alive=yes
-  curl -fs "http://$HTTP_ADDR/healthz" >/dev/null || alive=no
-  kill -TERM "$MPID"
-  local stop=0
-  wait "$MPID" || stop=$?
-  MPID=
+  local alive=yes stop=0
+  curl -fs "$HOST_HTTP/healthz" >/dev/null || alive=no
+  if [ "$t" = compose ]; then
+    alive=$([ "$alive" = yes ] && bash scripts/deploy-wait.sh 60 2>/dev/null && echo yes || echo no)
+    compose_stop || stop=$?
+  else
+    kill -TERM "$MPID"
+    wait "$MPID" || stop=$?
+    MPID=
+  fi
   if [ "$t" = mariadb ]; then
     kill -9 "$RPID" "$(cat "$W/mysql.pid")" 2>/dev/null
     wait 2>/dev/null || true
@@ -359,15 +499,21 @@ for r in d["good_data_reasons"][:10]:
   log "[$t] done"
 }
 
+compose="not running: skipped (CHAOS_TARGETS=compose brings one up)"
+if [ -z "${CHAOS_TARGETS:-}" ] && stack_running; then
+  TARGETS=$TARGETS,compose
+fi
 IFS=',' read -r -a targets <<<"$TARGETS"
 for t in "${targets[@]}"; do
-  case $t in embedded | mariadb) run_target "$t" ;; *) die "unknown target $t in CHAOS_TARGETS (embedded, mariadb)" ;; esac
+  case $t in
+    embedded | mariadb | compose) ;;
+    *) die "unknown target $t in CHAOS_TARGETS (embedded, mariadb, compose)" ;;
+  esac
 done
-
-compose="compose stack not running: skipped"
-if command -v docker >/dev/null && docker ps -q --filter label=com.docker.compose.service=gateway 2>/dev/null | grep -q .; then
-  compose="compose stack running: not targeted by this script (make deploy-test runs its faults)"
-fi
+for t in "${targets[@]}"; do
+  run_target "$t"
+  [ "$t" = compose ] && compose="targeted (${OWN_STACK:+brought up for this run, }killed: $KILLED_NAMES)"
+done
 
 # --- one table ---------------------------------------------------------------------------------------
 FAIL=()
@@ -379,11 +525,15 @@ row() { # row LABEL KEY [suffix]
 echo
 printf '%-40s' "chaos ($RUN, ${DURATION}s per target, $RATE msg/s)"
 for t in "${targets[@]}"; do
-  case $t in embedded) printf ' %-28s' "membus up (embedded)" ;; mariadb) printf ' %-28s' "membus up (MariaDB+Redis)" ;; esac
+  case $t in
+    embedded) printf ' %-28s' "membus up (embedded)" ;;
+    mariadb) printf ' %-28s' "membus up (MariaDB+Redis)" ;;
+    compose) printf ' %-28s' "compose stack (deploy/)" ;;
+  esac
 done
 printf '\n'
 row "faults injected" nfaults
-row "  kill -9 membus up, restarted" f_kill
+row "  kill -9 membus up (compose: a container)" f_kill
 row "  of them under sync commits" f_commitkill
 row "  MariaDB kill -9, restarted after 5 s" f_mariadb
 row "  Redis kill -9, restarted empty" f_redis

@@ -17,8 +17,12 @@
 # 6. Tears everything down: containers, networks and volumes; the dockerd it started, its
 #    bridge, its iptables chains and rules, the FORWARD policy and ip_forward as they were.
 #
-# usage: deploy-test.sh [--prepare]   (--prepare: only steps 1 and the Debian base's download,
-#        no daemon; .ci/run runs it early in the background)
+# usage: deploy-test.sh [--prepare | --up | --down]
+#   --prepare: only step 1 and the Debian base's download, no daemon (.ci/run runs it early in
+#              the background);
+#   --up:      steps 1, 2 and 4 only: the stack stays up, its settings in $STATE/stack.env
+#              (make chaos's compose target runs its fault matrix against it);
+#   --down:    step 6 for a stack --up (or DEPLOY_KEEP=1) left running.
 # Environment: DEPLOY_STATE (default /var/tmp/membus-deploy: dockerd data, the debootstrap
 # tree and the image cache, kept for the next run; DEPLOY_PURGE=1 removes it at the end),
 # DEPLOY_MESSAGES (20000), DEPLOY_RATE (messages/s offered, 800), DEPLOY_SCALE_FIGURES=1 (also
@@ -63,10 +67,22 @@ if [ "${1:-}" = --prepare ]; then
   exit 0
 fi
 
+MODE=${1:-test}
+case $MODE in test | --up | --down) ;; *) die "unknown argument $MODE (usage: deploy-test.sh [--prepare | --up | --down])" ;; esac
+
 # The host's network state before dockerd touches it, to restore it afterwards.
 OWN_DOCKERD=
 FWD_BEFORE=$(sysctl -n net.ipv4.ip_forward)
 LINKS_BEFORE=$(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort)
+if [ "$MODE" = --down ]; then
+  # What --up (or DEPLOY_KEEP=1) saved: the secrets compose needs, the daemon and the host's
+  # network state before it.
+  [ -f "$STATE/stack.env" ] || die "no stack to take down: $STATE/stack.env is missing (deploy-test.sh --up writes it)"
+  # shellcheck disable=SC1091
+  . "$STATE/stack.env"
+  LINKS_BEFORE=$(tr ' ' '\n' <<<"$LINKS_BEFORE_SAVED")
+  unset DEPLOY_KEEP
+fi
 
 cleanup() {
   local rc=$?
@@ -94,6 +110,7 @@ cleanup() {
       $SUDO sysctl -qw net.ipv4.ip_forward="$FWD_BEFORE"
       rm -f "$STATE/docker.sock"
     fi
+    rm -f "$STATE/stack.env"
   fi
   [ -n "${DEPLOY_PURGE:-}" ] && $SUDO rm -rf "$STATE"
   log "done in $(($(date +%s) - T0)) s, exit $rc"
@@ -101,6 +118,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+[ "$MODE" = --down ] && exit 0 # cleanup does it
 
 # --- 2. a Docker daemon ---------------------------------------------------------------------
 if [ -n "${DOCKER_HOST:-}" ] && "$DOCKER" info >/dev/null 2>&1; then
@@ -146,6 +164,23 @@ wait_healthy 240
 T_UP=$(($(date +%s) - T0))
 log "all $("$DOCKER" ps -q --filter "label=com.docker.compose.project=$PROJECT" | wc -l) containers healthy"
 cname() { echo "${PROJECT}_$1_$2"; }
+if [ "$MODE" = --up ] || [ -n "${DEPLOY_KEEP:-}" ]; then
+  # What make chaos and --down need to reach this stack again: printf %q keeps the values whole.
+  {
+    for v in DOCKER_HOST COMPOSE_PROJECT_NAME MEMBUS_NATS_TOKEN MEMBUS_DB_PASSWORD MEMBUS_DB_ROOT_PASSWORD \
+      MEMBUS_REDIS_PASSWORD MEMBUS_NATS_AUTH_ISSUER MEMBUS_GATEWAY_PORT MEMBUS_NATS_PORT_1 MEMBUS_NATS_PORT_2 \
+      MEMBUS_NATS_PORT_3 OWN_DOCKERD FWD_BEFORE; do
+      printf 'export %s=%q\n' "$v" "${!v}"
+    done
+    printf 'LINKS_BEFORE_SAVED=%q\n' "$(tr '\n' ' ' <<<"$LINKS_BEFORE")"
+  } >"$STATE/stack.env"
+  chmod 600 "$STATE/stack.env"
+fi
+if [ "$MODE" = --up ]; then
+  DEPLOY_KEEP=1
+  log "the stack is up (settings in $STATE/stack.env); take it down with: bash scripts/deploy-test.sh --down"
+  exit 0
+fi
 
 # --- 5. the README round trip through the gateway -----------------------------------------
 GW=http://127.0.0.1:$GW_PORT
