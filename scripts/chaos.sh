@@ -253,14 +253,19 @@ restart_after() { # restart_after SECONDS CONTAINER...: start the killed contain
   healthy "${@:2}"
 }
 kill_container() {
-  local v=${VICTIMS[$((KILLED % ${#VICTIMS[@]}))]} n
-  if [ "$v" = nats ]; then v=$(lt leader 2>/dev/null | grep -o 'nats-[123]' || echo nats-2)_1; fi
+  local v=${VICTIMS[$((VICTIM_I % ${#VICTIMS[@]}))]} n name
+  VICTIM_I=$((VICTIM_I + 1))
+  name=$v
+  if [ "$v" = nats ]; then
+    v=$(lt leader 2>/dev/null | grep -o 'nats-[123]' || echo nats-2)_1
+    name="${v%_1} (turns leader)"
+  fi
   docker kill "${P}_$v" >/dev/null
   n=$(lt inflight | jget - archived extracted)
   INFLIGHT=$((INFLIGHT + n))
   KILLED=$((KILLED + 1))
-  KILLED_NAMES+="${KILLED_NAMES:+ }${v%_1}"
-  log "docker kill $v ($KILLED): $n archives caught mid-commit; starting it again"
+  KILLED_NAMES+="${KILLED_NAMES:+, }$name"
+  log "docker kill $name ($KILLED): $n archives caught mid-commit; starting it again"
   restart_after 2 "${P}_$v"
 }
 compose_stop() { # docker stop every membus container: each must exit 0 (then start it again)
@@ -296,7 +301,7 @@ run_target() {
     export MEMBUS_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
     DSN=$MEMBUS_MYSQL_DSN
   fi
-  INFLIGHT=0 KILLED=0 KILLED_NAMES=
+  INFLIGHT=0 KILLED=0 KILLED_NAMES='' VICTIM_I=0
   local f kills=$KILLS
   [ "$t" = compose ] && kills=${CHAOS_KILLS:-7}
   for f in kill commitkill mariadb redis erase dup reorder erased_replay bad; do R[$t,f_$f]=-; done
@@ -399,6 +404,7 @@ run_target() {
           local n
           n=$(lt inflight | jget - archived extracted)
           INFLIGHT=$((INFLIGHT + n)) KILLED=$((KILLED + 2))
+          KILLED_NAMES+="${KILLED_NAMES:+, }extract_1 + extract_2 (under commits)"
           log "[$t] docker kill extract_1 extract_2 under the commits: $n archives caught mid-commit"
           restart_after 2 "${P}_extract_1" "${P}_extract_2"
         else
@@ -536,7 +542,7 @@ row "faults injected" nfaults
 row "  kill -9 membus up (compose: a container)" f_kill
 row "  of them under sync commits" f_commitkill
 row "  MariaDB kill -9, restarted after 5 s" f_mariadb
-row "  Redis kill -9, restarted empty" f_redis
+row "  Redis kill -9, restarted" f_redis
 row "  a user erased mid-run" f_erase
 row "  acked turns delivered again" f_dup
 row "  events published out of order" f_reorder
@@ -560,7 +566,7 @@ row "erased mid-run" erased_show
 row "erasures that came back" came_back
 row "cross-tenant answers" leaks
 row "  answers checked" answers
-row "membus up answering after" alive
+row "membus answering after" alive
 row "clean stop (exit code)" stop
 # Dead letters by reason, one row per reason, a column per target.
 python3 - "${targets[@]/#/$W/}" <<'PY'
