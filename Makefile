@@ -75,7 +75,8 @@ services:
 deploy-test:
 	bash scripts/deploy-test.sh
 
-# The fault matrix against `membus up` (embedded, and on a MariaDB and a Redis of its own) under
+# The fault matrix against `membus up` (embedded, and on a MariaDB and a Redis of its own; and the
+# compose stack of deploy/ when one runs, or with CHAOS_TARGETS=compose) under
 # load: kill -9 in a loop, a commit killed mid-extraction, MariaDB and Redis killed, duplicate and
 # reordered deliveries, bad payloads on every subject and route, an erasure, three tenants; one
 # table, exit 1 on anything lost, duplicated or leaked (scripts/chaos.sh; CHAOS_DURATION=30s).
