@@ -83,8 +83,10 @@ type locomoConv struct {
 	ID        string
 	Sessions  []locomoSession // in session order
 	Questions []locomoQuestion
-	turns     []locomoTurn // every turn in dialogue order
-	turnIndex map[string]int
+	// Observations are the data set's per-session facts: the extraction eval's yardstick.
+	Observations []locomoObservation
+	turns        []locomoTurn // every turn in dialogue order
+	turnIndex    map[string]int
 }
 
 // lastDate is the date of the conversation's last session: recall's `now`.
@@ -104,6 +106,7 @@ func loadLocomo(path string) ([]locomoConv, error) {
 			Evidence []string `json:"evidence"`
 			Category int      `json:"category"`
 		} `json:"qa"`
+		Observation map[string]map[string][][]json.RawMessage `json:"observation"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", errLocomoData, path, err)
@@ -152,6 +155,10 @@ func loadLocomo(path string) ([]locomoConv, error) {
 		}
 		for _, q := range r.QA {
 			c.Questions = append(c.Questions, locomoQuestion{Question: q.Question, Category: q.Category, Evidence: c.normaliseEvidence(q.Evidence)})
+		}
+		var err error
+		if c.Observations, err = c.parseObservations(r.Observation); err != nil {
+			return nil, err
 		}
 		convs = append(convs, c)
 	}
@@ -522,16 +529,26 @@ func (m *membusEval) answer(ctx context.Context, conv int, q locomoQuestion) (ev
 	return evalAnswer{ranked: items(ranked.Items), budget: items(budget.Items), injected: len(budget.Block)}, nil
 }
 
-// evalLocomo runs membus (and the baseline) on the conversations.
-func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalReport, error) {
+// evalResult is what one `membus eval locomo` run measured.
+type evalResult struct {
+	recall     []evalReport       // membus, then the baseline
+	extraction []extractionReport // --extraction: per conversation, then "all"
+}
+
+// evalLocomo runs membus (and the baseline) on the conversations: recall quality, or with
+// p.extraction the extracted memories against the observations.
+func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResult, error) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	env, closeEnv, err := harness.Open(ctx, p.sync, p.embedder, p.backend, logger, func(c *config.Config) {
 		if p.fusion != "" {
 			c.RecallFusion = p.fusion
 		}
+		if p.llmBaseURL != "" {
+			c.LLMBaseURL, c.LLMModel, c.LLMAPIKey = p.llmBaseURL, p.llmModel, p.llmAPIKey
+		}
 	})
 	if err != nil {
-		return nil, err
+		return evalResult{}, err
 	}
 	defer closeEnv()
 	m := &membusEval{env: env, convs: convs, user: "locomo-user", agent: "main"}
@@ -546,16 +563,24 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalRe
 	bar := bench.NewProgress(p.progress, "ingest", turns)
 	for i := range convs {
 		if err := m.ingest(ctx, i, bar); err != nil {
-			return nil, err
+			return evalResult{}, err
 		}
 	}
 	bar.Done()
 	fmt.Fprintf(p.notes, "membus: ingested and committed %d turns of %d conversations in %s (sync %s, embedder %s)\n",
 		turns, len(convs), time.Since(start).Round(time.Millisecond), p.sync, env.Embedder.Model())
+	if p.extraction {
+		extractor := "heuristic"
+		if p.llmBaseURL != "" {
+			extractor = "llm:" + p.llmModel
+		}
+		ex, err := m.extraction(ctx, extractor)
+		return evalResult{extraction: ex}, err
+	}
 	start = time.Now()
 	rep, err := runEval(ctx, convs, "membus", env.Embedder.Model(), evalWorkers, p.progress, m.answer)
 	if err != nil {
-		return nil, err
+		return evalResult{}, err
 	}
 	fmt.Fprintf(p.notes, "membus: %d questions recalled (2 calls each) in %s\n", rep.Categories["1-4"].N+rep.Categories["5"].N, time.Since(start).Round(time.Millisecond))
 	if p.fusion != "" && p.fusion != contract.FusionWeighted {
@@ -565,11 +590,11 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) ([]evalRe
 	if p.baseline == "bm25" {
 		b, err := runEval(ctx, convs, "bm25", "none", 1, p.progress, bm25Answers(convs))
 		if err != nil {
-			return nil, err
+			return evalResult{}, err
 		}
 		reports = append(reports, b)
 	}
-	return reports, nil
+	return evalResult{recall: reports}, nil
 }
 
 // evalParams are the knobs of one `membus eval locomo` run.
@@ -581,6 +606,10 @@ type evalParams struct {
 	baseline string
 	progress io.Writer // progress bars (nil = none)
 	notes    io.Writer // one line per phase
+	// extraction: score the extracted memories against the observations instead of recall.
+	extraction bool
+	// llm*: an OpenAI-compatible chat model for extraction (empty: the heuristic extractor).
+	llmBaseURL, llmModel, llmAPIKey string
 }
 
 // Command is `membus eval`: recall-quality evaluations run on a fresh in-process membus.
@@ -604,6 +633,9 @@ func locomoCommand() *cobra.Command {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fusion := fs.String("fusion", contract.FusionWeighted, `recall fusion of the membus run: "weighted" (the default, 0.7 dense + 0.3 keyword), "rrf", or "dense" (the embedder alone, to measure it)`)
 	backend := fs.String("backend", "embedded", harness.BackendUsage)
+	extraction := fs.Bool("extraction", false, "measure the extracted memories against LoCoMo's observations (sourced, matched, duplicates, restated turns) instead of recall")
+	llmBaseURL := fs.String("llm-base-url", "", "OpenAI-compatible chat base URL to extract with (empty: the heuristic extractor, membus's default)")
+	llmModel := fs.String("llm-model", "", "its chat model (with --llm-base-url)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return cli.Exit(func() int {
@@ -623,6 +655,12 @@ func locomoCommand() *cobra.Command {
 			case *limitConvs < 0:
 				fmt.Fprintln(stderr, "membus eval locomo: --limit-conversations must be ≥ 0")
 				return 2
+			case *extraction && *baseline != "":
+				fmt.Fprintln(stderr, "membus eval locomo: --baseline is a recall anchor; it does not go with --extraction")
+				return 2
+			case (*llmBaseURL == "") != (*llmModel == ""):
+				fmt.Fprintln(stderr, "membus eval locomo: --llm-base-url and --llm-model go together")
+				return 2
 			}
 			convs, err := loadLocomo(*data)
 			if err != nil {
@@ -638,7 +676,8 @@ func locomoCommand() *cobra.Command {
 				return 1
 			}
 			defer stopProfile()
-			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, notes: stderr}
+			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, notes: stderr,
+				extraction: *extraction, llmBaseURL: *llmBaseURL, llmModel: *llmModel, llmAPIKey: os.Getenv("MEMBUS_LLM_API_KEY")}
 			rb, err := harness.BackendFlag(*backend)
 			if err != nil {
 				fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
@@ -649,16 +688,21 @@ func locomoCommand() *cobra.Command {
 			ctx, stop := app.SignalContext()
 			defer stop()
 			start := time.Now()
-			reports, err := evalLocomo(ctx, convs, p)
+			res, err := evalLocomo(ctx, convs, p)
 			if err != nil {
 				fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
 				return 1
 			}
 			fmt.Fprintf(stderr, "membus eval locomo: %d conversations in %s\n", len(convs), time.Since(start).Round(time.Millisecond))
-			if *asJSON {
-				err = writeEvalJSON(stdout, reports...)
-			} else {
-				err = writeEvalTable(stdout, reports...)
+			switch {
+			case *extraction && *asJSON:
+				err = writeExtractionJSON(stdout, res.extraction)
+			case *extraction:
+				err = writeExtractionTable(stdout, res.extraction)
+			case *asJSON:
+				err = writeEvalJSON(stdout, res.recall...)
+			default:
+				err = writeEvalTable(stdout, res.recall...)
 			}
 			if err != nil {
 				fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)

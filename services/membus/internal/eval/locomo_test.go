@@ -130,10 +130,11 @@ func TestEvalLocomoSmoke(t *testing.T) {
 		t.Fatalf("last session date %v, want %v", got, want)
 	}
 	var notes bytes.Buffer
-	reports, err := evalLocomo(ctx, convs, evalParams{sync: "interval", embedder: "hash", baseline: "bm25", notes: &notes})
+	res, err := evalLocomo(ctx, convs, evalParams{sync: "interval", embedder: "hash", baseline: "bm25", notes: &notes})
 	if err != nil {
 		t.Fatal(err)
 	}
+	reports := res.recall
 	if len(reports) != 2 || reports[0].System != "membus" || reports[1].System != "bm25" {
 		t.Fatalf("reports %+v, want membus then bm25", reports)
 	}
