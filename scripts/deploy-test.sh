@@ -84,12 +84,16 @@ if [ "$MODE" = --down ]; then
   unset DEPLOY_KEEP
 fi
 
+# (Defined before cleanup, which --down runs before anything else.)
+export COMPOSE_PROJECT_NAME=$PROJECT COMPOSE_HTTP_TIMEOUT=300
+dc() { docker-compose -f "$ROOT/deploy/docker-compose.yml" -f "$ROOT/deploy/docker-compose.offline.yml" "$@"; }
+
 cleanup() {
   local rc=$?
   set +e
   if [ -z "${DEPLOY_KEEP:-}" ]; then
     log "tearing down"
-    dc down -v --remove-orphans -t 10 >/dev/null 2>&1
+    dc down -v --remove-orphans -t 10 >"$STATE/down.log" 2>&1 || log "compose down failed: $(tail -3 "$STATE/down.log")"
     "$DOCKER" ps -aq --filter label=membus.deploy-test | xargs -r "$DOCKER" rm -f >/dev/null 2>&1
     # Images replaced by this run's builds: the cache keeps only the current ones.
     "$DOCKER" image prune -f >/dev/null 2>&1
@@ -138,8 +142,6 @@ else
   "$DOCKER" info >/dev/null 2>&1 || { tail -20 "$STATE/dockerd.log" >&2; die "dockerd did not start"; }
 fi
 
-export COMPOSE_PROJECT_NAME=$PROJECT COMPOSE_HTTP_TIMEOUT=300
-dc() { docker-compose -f "$ROOT/deploy/docker-compose.yml" -f "$ROOT/deploy/docker-compose.offline.yml" "$@"; }
 
 # --- 3. images -----------------------------------------------------------------------------
 DEPLOY_STATE=$STATE bash scripts/deploy-images.sh --loadtest || die "deploy-images failed"
