@@ -80,6 +80,9 @@ type TraceEntry struct {
 	Parts   ScoreParts `json:"parts"`
 	Kept    bool       `json:"kept"`
 	Dropped string     `json:"dropped,omitempty"`
+	// Sources are the ids of the messages the candidate states (a memory's provenance, an
+	// archive item's message), so a trace shows where a message a query needed was lost.
+	Sources []string `json:"sources,omitempty"`
 }
 
 // RecallResponse answers a RecallRequest.

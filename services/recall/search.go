@@ -362,7 +362,8 @@ func (s *Service) selectItems(ctx context.Context, account string, req contract.
 			}
 		}
 		if req.Trace {
-			resp.Trace = append(resp.Trace, contract.TraceEntry{ID: c.id, Scope: c.scope, Score: c.score, Parts: c.parts, Kept: keep, Dropped: why})
+			resp.Trace = append(resp.Trace, contract.TraceEntry{ID: c.id, Scope: c.scope, Score: c.score, Parts: c.parts, Kept: keep, Dropped: why,
+				Sources: sourceIDs(c.sources)})
 		}
 		if !keep {
 			continue
@@ -377,13 +378,9 @@ func (s *Service) selectItems(ctx context.Context, account string, req contract.
 			}
 		}
 		parts := c.parts
-		sources := make([]string, 0, len(c.sources))
-		for _, src := range c.sources {
-			sources = append(sources, src.MessageID)
-		}
 		item := contract.RecallItem{
 			ID: c.id, Kind: c.kind, Scope: c.scope, Category: c.category, Score: c.score,
-			Parts: &parts, Text: text, Sources: sources, CreatedAt: c.createdAt, EventTime: c.eventTime,
+			Parts: &parts, Text: text, Sources: sourceIDs(c.sources), CreatedAt: c.createdAt, EventTime: c.eventTime,
 		}
 		resp.Items = append(resp.Items, item)
 		lines = append(lines, blockLine(item))
@@ -391,6 +388,15 @@ func (s *Service) selectItems(ctx context.Context, account string, req contract.
 	if len(lines) > 0 {
 		resp.Block = "<relevant-memories>\n" + strings.Join(lines, "\n") + "\n</relevant-memories>"
 	}
+}
+
+// sourceIDs are the message ids of sources.
+func sourceIDs(sources []store.Source) []string {
+	out := make([]string, 0, len(sources))
+	for _, src := range sources {
+		out = append(out, src.MessageID)
+	}
+	return out
 }
 
 // collapsedBy reports the kept item that already states every message of sources (an archive

@@ -194,6 +194,8 @@ type evalAnswer struct {
 	ranked   []evalItem // up to evalRankedLimit items, best first
 	budget   []evalItem // what fits the default injection budget
 	injected int        // chars injected with the default budget
+	// trace is the ranked call's trace (--explain): every candidate and what became of it.
+	trace []contract.TraceEntry
 }
 
 // answerFunc answers question q of conversation conv.
@@ -325,7 +327,8 @@ func (s *evalScore) category() *evalCategory {
 
 // runEval asks every question with evidence through answer (workers at a time) and scores the
 // answers in question order, so the report does not depend on scheduling.
-func runEval(ctx context.Context, convs []locomoConv, system, embedder string, workers int, prog io.Writer, answer answerFunc) (evalReport, error) {
+// With explain non-nil, it also classifies where each answer lost its gold turns.
+func runEval(ctx context.Context, convs []locomoConv, system, embedder string, workers int, prog io.Writer, answer answerFunc, explain *explainScore) (evalReport, error) {
 	type job struct {
 		conv int
 		q    locomoQuestion
@@ -397,6 +400,9 @@ feed:
 			scores[key] = s
 		}
 		s.add(j.q.Evidence, answers[i], convs[j.conv].turnIndex)
+		if explain != nil {
+			explain.add(j.conv, j.q, answers[i])
+		}
 	}
 	for _, k := range []string{"1", "2", "3", "4"} {
 		scores["1-4"].merge(scores[k])
@@ -455,6 +461,8 @@ type membusEval struct {
 	convs  []locomoConv
 	user   string
 	agent  string
+	// explain asks the ranked call for its trace (--explain).
+	explain bool
 }
 
 func (m *membusEval) account(conv int) string { return fmt.Sprintf("locomo-%d", conv+1) + m.suffix }
@@ -508,7 +516,7 @@ func (m *membusEval) answer(ctx context.Context, conv int, q locomoQuestion) (ev
 	subject := m.env.Names.RPC(m.account(conv), "recall")
 	var ranked, budget contract.RecallResponse
 	if err := bus.Call(ctx, m.env.NC, subject, contract.RecallRequest{V: contract.Version, UserID: m.user, AgentID: m.agent,
-		Query: q.Question, Limit: evalRankedLimit, MaxInjectedChars: evalRankedBudget, Now: &now}, &ranked); err != nil {
+		Query: q.Question, Limit: evalRankedLimit, MaxInjectedChars: evalRankedBudget, Now: &now, Trace: m.explain}, &ranked); err != nil {
 		return evalAnswer{}, err
 	}
 	if err := bus.Call(ctx, m.env.NC, subject, contract.RecallRequest{V: contract.Version, UserID: m.user, AgentID: m.agent,
@@ -526,13 +534,14 @@ func (m *membusEval) answer(ctx context.Context, conv int, q locomoQuestion) (ev
 		}
 		return out
 	}
-	return evalAnswer{ranked: items(ranked.Items), budget: items(budget.Items), injected: len(budget.Block)}, nil
+	return evalAnswer{ranked: items(ranked.Items), budget: items(budget.Items), injected: len(budget.Block), trace: ranked.Trace}, nil
 }
 
 // evalResult is what one `membus eval locomo` run measured.
 type evalResult struct {
 	recall     []evalReport       // membus, then the baseline
 	extraction []extractionReport // --extraction: per conversation, then "all"
+	explain    []explainReport    // --explain: membus's lost gold turns by category
 }
 
 // evalLocomo runs membus (and the baseline) on the conversations: recall quality, or with
@@ -578,7 +587,15 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 		return evalResult{extraction: ex}, err
 	}
 	start = time.Now()
-	rep, err := runEval(ctx, convs, "membus", env.Embedder.Model(), evalWorkers, p.progress, m.answer)
+	var explain *explainScore
+	if p.explain {
+		sourced, err := m.memorySources(ctx)
+		if err != nil {
+			return evalResult{}, err
+		}
+		m.explain, explain = true, newExplainScore(sourced)
+	}
+	rep, err := runEval(ctx, convs, "membus", env.Embedder.Model(), evalWorkers, p.progress, m.answer, explain)
 	if err != nil {
 		return evalResult{}, err
 	}
@@ -588,13 +605,17 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 	}
 	reports := []evalReport{rep}
 	if p.baseline == "bm25" {
-		b, err := runEval(ctx, convs, "bm25", "none", 1, p.progress, bm25Answers(convs))
+		b, err := runEval(ctx, convs, "bm25", "none", 1, p.progress, bm25Answers(convs), nil)
 		if err != nil {
 			return evalResult{}, err
 		}
 		reports = append(reports, b)
 	}
-	return evalResult{recall: reports}, nil
+	res := evalResult{recall: reports}
+	if explain != nil {
+		res.explain = explain.reports()
+	}
+	return res, nil
 }
 
 // evalParams are the knobs of one `membus eval locomo` run.
@@ -608,6 +629,8 @@ type evalParams struct {
 	notes    io.Writer // one line per phase
 	// extraction: score the extracted memories against the observations instead of recall.
 	extraction bool
+	// explain: also break down where recall lost each gold turn it did not rank in the top 10.
+	explain bool
 	// llm*: an OpenAI-compatible chat model for extraction (empty: the heuristic extractor).
 	llmBaseURL, llmModel, llmAPIKey string
 }
@@ -633,6 +656,7 @@ func locomoCommand() *cobra.Command {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fusion := fs.String("fusion", contract.FusionWeighted, `recall fusion of the membus run: "weighted" (the default, 0.7 dense + 0.3 keyword), "rrf", or "dense" (the embedder alone, to measure it)`)
 	backend := fs.String("backend", "embedded", harness.BackendUsage)
+	explain := fs.Bool("explain", false, "also break down, per category, where recall lost each gold turn outside its top 10 (ranked 11-20, a candidate past the limit, collapsed, dropped, or no candidate with or without a memory sourced there)")
 	extraction := fs.Bool("extraction", false, "measure the extracted memories against LoCoMo's observations (sourced, matched, duplicates, restated turns) instead of recall")
 	llmBaseURL := fs.String("llm-base-url", "", "OpenAI-compatible chat base URL to extract with (empty: the heuristic extractor, membus's default)")
 	llmModel := fs.String("llm-model", "", "its chat model (with --llm-base-url)")
@@ -654,6 +678,9 @@ func locomoCommand() *cobra.Command {
 				return 2
 			case *limitConvs < 0:
 				fmt.Fprintln(stderr, "membus eval locomo: --limit-conversations must be ≥ 0")
+				return 2
+			case *extraction && *explain:
+				fmt.Fprintln(stderr, "membus eval locomo: --explain breaks down recall; it does not go with --extraction")
 				return 2
 			case *extraction && *baseline != "":
 				fmt.Fprintln(stderr, "membus eval locomo: --baseline is a recall anchor; it does not go with --extraction")
@@ -677,7 +704,7 @@ func locomoCommand() *cobra.Command {
 			}
 			defer stopProfile()
 			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, notes: stderr,
-				extraction: *extraction, llmBaseURL: *llmBaseURL, llmModel: *llmModel, llmAPIKey: os.Getenv("MEMBUS_LLM_API_KEY")}
+				extraction: *extraction, explain: *explain, llmBaseURL: *llmBaseURL, llmModel: *llmModel, llmAPIKey: os.Getenv("MEMBUS_LLM_API_KEY")}
 			rb, err := harness.BackendFlag(*backend)
 			if err != nil {
 				fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
@@ -700,9 +727,14 @@ func locomoCommand() *cobra.Command {
 			case *extraction:
 				err = writeExtractionTable(stdout, res.extraction)
 			case *asJSON:
-				err = writeEvalJSON(stdout, res.recall...)
+				if err = writeEvalJSON(stdout, res.recall...); err == nil && *explain {
+					err = writeExplainJSON(stdout, res.explain)
+				}
 			default:
-				err = writeEvalTable(stdout, res.recall...)
+				if err = writeEvalTable(stdout, res.recall...); err == nil && *explain {
+					fmt.Fprintln(stdout, "\nwhere membus lost the gold turns (shares of each category's gold turns):")
+					err = writeExplainTable(stdout, res.explain)
+				}
 			}
 			if err != nil {
 				fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)

@@ -86,7 +86,7 @@ func TestBM25ReproducesAnchor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := runEval(context.Background(), convs, "bm25", "none", 1, nil, bm25Answers(convs))
+	rep, err := runEval(context.Background(), convs, "bm25", "none", 1, nil, bm25Answers(convs), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
