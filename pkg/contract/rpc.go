@@ -21,6 +21,9 @@ type MemoriesListRequest struct {
 	// Since and Until bound the memories' created_at (since ≤ created_at < until); nil: open.
 	Since *time.Time `json:"since,omitempty"`
 	Until *time.Time `json:"until,omitempty"`
+	// Cursor continues a listing: the NextCursor of the previous page, unchanged ("" for the
+	// first page). Pages follow created_at, then id, newest first.
+	Cursor string `json:"cursor,omitempty"`
 }
 
 // MemoryGetRequest is the body of memories.get and memories.forget.
@@ -34,6 +37,8 @@ type MemoryGetRequest struct {
 type MemoriesListResponse struct {
 	V     int          `json:"v"`
 	Items []RecallItem `json:"items"`
+	// NextCursor fetches the next page; empty on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // SessionMetaRequest is the body of <p>.rpc.<account>.session.get.

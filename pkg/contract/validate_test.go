@@ -157,3 +157,50 @@ func TestMessageText(t *testing.T) {
 		})
 	}
 }
+
+func TestMemoryRecordValidate(t *testing.T) {
+	at := time.Date(2025, 3, 14, 16, 2, 20, 0, time.UTC)
+	valid := func() contract.MemoryRecord {
+		return contract.MemoryRecord{V: 1, ID: "5d0c9a8e-3b7f-5e21-9a44-1c2d3e4f5a6b", AccountID: "acme", UserID: "u-alice", Scope: "user",
+			Category: "profile", Polarity: 1, Text: "Alice lives in Denver.", Importance: 0.8,
+			Sources: []contract.MemorySource{{SessionID: "s1", MessageID: "m1"}}, ValidFrom: at, CreatedAt: at, UpdatedAt: at}
+	}
+	tests := []struct {
+		name    string
+		mutate  func(r *contract.MemoryRecord)
+		wantErr string // "" means valid
+	}{
+		{"an exported user memory is valid", func(*contract.MemoryRecord) {}, ""},
+		{"an agent memory with its agent is valid", func(r *contract.MemoryRecord) { r.Scope, r.AgentID = "agent", "main" }, ""},
+		{"a memory without sources is valid", func(r *contract.MemoryRecord) { r.Sources = nil }, ""},
+		{"version 2 is refused", func(r *contract.MemoryRecord) { r.V = 2 }, "v must be 1"},
+		{"an id is required", func(r *contract.MemoryRecord) { r.ID = "" }, "id is required"},
+		{"the archive scope is not a memory's", func(r *contract.MemoryRecord) { r.Scope = "archive" }, "scope must be user or agent"},
+		{"an agent memory names its agent", func(r *contract.MemoryRecord) { r.Scope = "agent" }, "agent_id is required"},
+		{"a category is required", func(r *contract.MemoryRecord) { r.Category = "" }, "category is required"},
+		{"a text is required", func(r *contract.MemoryRecord) { r.Text = "" }, "text is required"},
+		{"a text over 8000 characters is refused", func(r *contract.MemoryRecord) { r.Text = strings.Repeat("é", 8001) }, "over 8000"},
+		{"polarity is 1 or -1", func(r *contract.MemoryRecord) { r.Polarity = 0 }, "polarity"},
+		{"importance is 0–1", func(r *contract.MemoryRecord) { r.Importance = 1.5 }, "importance"},
+		{"created_at is required", func(r *contract.MemoryRecord) { r.CreatedAt = time.Time{} }, "created_at"},
+		{"a source names its session and message", func(r *contract.MemoryRecord) {
+			r.Sources = append(r.Sources, contract.MemorySource{SessionID: "s1"})
+		}, "sources[1]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := valid()
+			tt.mutate(&r)
+			err := r.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, contract.ErrInvalid) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate() = %v, want ErrInvalid containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -68,6 +68,14 @@ func ID(account, user, agent string, c Candidate) string {
 	return uuid.NewSHA1(namespace, []byte(strings.Join(parts, "\x1f"))).String()
 }
 
+// ImportID is the id of a memory imported from another owner's export (`membus import` into
+// another account or user): UUIDv5 over the new owner and the exported id. Ids are global keys
+// derived per owner, so the exported id cannot be reused there; a derived one keeps importing
+// the same file twice idempotent.
+func ImportID(account, user, exportedID string) string {
+	return uuid.NewSHA1(namespace, []byte(strings.Join([]string{"import", account, user, exportedID}, "\x1f"))).String()
+}
+
 // DigestID is the id of a period digest: (account, user, agent, period, bucket).
 func DigestID(account, user, agent, period, bucket string) string {
 	return uuid.NewSHA1(namespace, []byte(strings.Join([]string{"digest", account, user, agent, period, bucket}, "\x1f"))).String()

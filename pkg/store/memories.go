@@ -110,14 +110,8 @@ func (s *Store) upsertMemory(ctx context.Context, tx *sql.Tx, m Memory) error {
 	now := s.nowUS()
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		src, _ := json.Marshal(sortSources(m.Sources))
-		if _, err := tx.ExecContext(ctx, `INSERT INTO memories (id, account_id, user_id, agent_id, scope, category, subject, attribute, polarity,
-			value, abstract, text, importance, sources, event_us, valid_from_us, content_hash, embedding, embed_model, created_us, updated_us)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			m.ID, m.AccountID, m.UserID, m.AgentID, m.Scope, m.Category, m.Subject, m.Attribute, m.Polarity,
-			m.Value, m.Abstract, m.Text, m.Importance, string(src), timeUS(m.EventTime), m.ValidFrom.UnixMicro(),
-			m.ContentHash, EncodeVector(m.Embedding), m.EmbedModel, now, now); err != nil {
-			return fmt.Errorf("insert memory %s: %w", m.ID, err)
+		if err := insertMemoryRow(ctx, tx, m, m.ValidFrom.UnixMicro(), now, now); err != nil {
+			return err
 		}
 	case err != nil:
 		return err
@@ -130,11 +124,20 @@ func (s *Store) upsertMemory(ctx context.Context, tx *sql.Tx, m Memory) error {
 			return err
 		}
 	}
-	for _, src := range m.Sources {
-		if _, err := tx.ExecContext(ctx, s.insertIgnore()+" memory_sources (memory_id, account_id, session_id, message_id) VALUES (?, ?, ?, ?)",
-			m.ID, m.AccountID, src.SessionID, src.MessageID); err != nil {
-			return err
-		}
+	return s.insertSources(ctx, tx, m.ID, m.AccountID, m.Sources)
+}
+
+// insertMemoryRow inserts m's row with the given valid-from, created and updated times
+// (microseconds).
+func insertMemoryRow(ctx context.Context, tx *sql.Tx, m Memory, validFromUS, createdUS, updatedUS int64) error {
+	src, _ := json.Marshal(sortSources(m.Sources))
+	if _, err := tx.ExecContext(ctx, `INSERT INTO memories (id, account_id, user_id, agent_id, scope, category, subject, attribute, polarity,
+		value, abstract, text, importance, sources, event_us, valid_from_us, content_hash, embedding, embed_model, created_us, updated_us)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.AccountID, m.UserID, m.AgentID, m.Scope, m.Category, m.Subject, m.Attribute, m.Polarity,
+		m.Value, m.Abstract, m.Text, m.Importance, string(src), timeUS(m.EventTime), validFromUS,
+		m.ContentHash, EncodeVector(m.Embedding), m.EmbedModel, createdUS, updatedUS); err != nil {
+		return fmt.Errorf("insert memory %s: %w", m.ID, err)
 	}
 	return nil
 }
@@ -199,18 +202,19 @@ type MemoryFilter struct {
 	AgentID    string
 	Scope      string
 	Category   string
+	NoDigests  bool // leave out the summarizer's period digests (category digest)
 	ActiveOnly bool
 	Limit      int
 	Since      *time.Time // created at or after (nil: open)
 	Until      *time.Time // created before (nil: open)
 }
 
-// Memories lists a user's memories, newest first.
-func (s *Store) Memories(ctx context.Context, f MemoryFilter) ([]Memory, error) {
+// where is the WHERE clause (without the keyword) of f and its arguments.
+func (f MemoryFilter) where() (string, []any, error) {
 	if f.AccountID == "" || f.UserID == "" {
-		return nil, fmt.Errorf("memories: account and user are required")
+		return "", nil, fmt.Errorf("memories: account and user are required")
 	}
-	q := "SELECT " + memoryCols + " FROM memories WHERE account_id = ? AND user_id = ?"
+	q := "account_id = ? AND user_id = ?"
 	args := []any{f.AccountID, f.UserID}
 	if f.AgentID != "" {
 		q += " AND (agent_id = ? OR scope = 'user')"
@@ -224,6 +228,9 @@ func (s *Store) Memories(ctx context.Context, f MemoryFilter) ([]Memory, error) 
 		q += " AND category = ?"
 		args = append(args, f.Category)
 	}
+	if f.NoDigests {
+		q += " AND category <> 'digest'"
+	}
 	if f.Since != nil {
 		q += " AND created_us >= ?"
 		args = append(args, f.Since.UnixMicro())
@@ -235,7 +242,16 @@ func (s *Store) Memories(ctx context.Context, f MemoryFilter) ([]Memory, error) 
 	if f.ActiveOnly {
 		q += " AND valid_to_us IS NULL AND superseded_by IS NULL AND duplicate_of IS NULL"
 	}
-	q += " ORDER BY updated_us DESC, id"
+	return q, args, nil
+}
+
+// Memories lists a user's memories, most recently changed first.
+func (s *Store) Memories(ctx context.Context, f MemoryFilter) ([]Memory, error) {
+	where, args, err := f.where()
+	if err != nil {
+		return nil, err
+	}
+	q := "SELECT " + memoryCols + " FROM memories WHERE " + where + " ORDER BY updated_us DESC, id"
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}

@@ -2,7 +2,8 @@
 // messages, extracts long-term memories from them, resolves conflicts and duplicates under the
 // user's merge lock, writes memory rows and then vectors. Each step is a recorded archive state
 // (archived → extracted → indexed), so a redelivered or crashed commit resumes where it stopped.
-// It also serves the synchronous commit RPC.
+// It also serves the synchronous commit RPC, and memories.import (`membus import`), since it is
+// the one writer of memories.
 package extract
 
 import (
@@ -138,6 +139,9 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 	}()
 	if err := rpc.Handle("commit", s.handleCommitRPC); err != nil {
+		return err
+	}
+	if err := rpc.Handle("memories.import", s.handleImportRPC); err != nil {
 		return err
 	}
 	return s.runner.Run(ctx)

@@ -189,8 +189,13 @@ func (s *Service) postRecall(w http.ResponseWriter, r *http.Request, id identity
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// listMemories answers GET /v1/memories?scope=&category=&agent_id=&since=&until=&limit= (RPC
-// memories.list): active memories, newest first; since/until (RFC 3339) bound created_at.
+// maxCursorLen bounds the cursor query parameter (a cursor handed out is about 70 characters).
+const maxCursorLen = 256
+
+// listMemories answers GET /v1/memories?scope=&category=&agent_id=&since=&until=&limit=&cursor=
+// (RPC memories.list): one page of active memories, newest first (created_at, then id);
+// since/until (RFC 3339) bound created_at; next_cursor in the body continues the listing, and
+// recall answers a cursor it did not hand out as bad_request (400).
 func (s *Service) listMemories(w http.ResponseWriter, r *http.Request, id identity) {
 	limit, aerr := queryInt(r, "limit")
 	if aerr != nil {
@@ -226,8 +231,13 @@ func (s *Service) listMemories(w http.ResponseWriter, r *http.Request, id identi
 		writeError(w, aerr)
 		return
 	}
+	cursor := q.Get("cursor")
+	if len(cursor) > maxCursorLen {
+		writeError(w, request.BadRequest(fmt.Sprintf("cursor is at most %d characters: pass the next_cursor of the previous page unchanged", maxCursorLen)))
+		return
+	}
 	req := contract.MemoriesListRequest{V: contract.Version, UserID: id.User, AgentID: q.Get("agent_id"),
-		Scope: q.Get("scope"), Category: q.Get("category"), Limit: limit, Since: since, Until: until}
+		Scope: q.Get("scope"), Category: q.Get("category"), Limit: limit, Since: since, Until: until, Cursor: cursor}
 	var resp contract.MemoriesListResponse
 	if aerr := s.call(r.Context(), id, opMemoriesList, s.cfg.RPCTimeout, req, &resp); aerr != nil {
 		writeError(w, aerr)

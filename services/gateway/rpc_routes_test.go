@@ -322,3 +322,49 @@ func TestRequestLogLineHasNoBody(t *testing.T) {
 		t.Fatal("the log holds the body or the key")
 	}
 }
+
+// TestListMemoriesCursor: the cursor goes to memories.list as given, next_cursor comes back in
+// the body, recall's bad_request for a cursor it did not hand out is a 400 that says why, and
+// an over-long cursor is refused before any RPC.
+func TestListMemoriesCursor(t *testing.T) {
+	e := newEnv(t)
+	calls := e.serve("memories.list", func(req micro.Request) {
+		if strings.Contains(string(req.Data()), `"cursor":"garbled"`) {
+			respondError("bad_request", "bad request: bad cursor: unknown format")(req)
+			return
+		}
+		respond(contract.MemoriesListResponse{V: 1, Items: []contract.RecallItem{{ID: "m2", Kind: "memory", Text: "likes tea", Sources: []string{}}}, NextCursor: "bTEuMi5tMg"})(req)
+	})
+	tests := []struct {
+		name       string
+		query      string
+		wantStatus int
+		wantCursor any    // the cursor the RPC received (nil: absent)
+		wantBody   string // a fragment of the answer
+		noRPC      bool
+	}{
+		{"the first page sends no cursor and returns next_cursor", "limit=1", 200, nil, `"next_cursor":"bTEuMi5tMg"`, false},
+		{"a cursor goes to the RPC unchanged", "limit=1&cursor=bTEuMS5tMQ", 200, "bTEuMS5tMQ", `"next_cursor":"bTEuMi5tMg"`, false},
+		{"a cursor recall refuses is a 400 that names it", "cursor=garbled", 400, "garbled", "bad cursor", false},
+		{"an over-long cursor is a 400 without an RPC", "cursor=" + strings.Repeat("A", 257), 400, nil, "cursor is at most 256", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := e.do("GET", "/v1/memories?"+tc.query, nil, bearer(e.userKey))
+			if rec.Code != tc.wantStatus || !strings.Contains(rec.Body.String(), tc.wantBody) {
+				t.Fatalf("%d %s, want %d with %s", rec.Code, rec.Body.String(), tc.wantStatus, tc.wantBody)
+			}
+			if tc.noRPC {
+				select {
+				case c := <-calls:
+					t.Fatalf("memories.list was called: %v", c.Body)
+				default:
+				}
+				return
+			}
+			if c := nextCall(t, calls); c.Body["cursor"] != tc.wantCursor {
+				t.Errorf("the RPC got cursor %v, want %v", c.Body["cursor"], tc.wantCursor)
+			}
+		})
+	}
+}

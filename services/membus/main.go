@@ -1,6 +1,6 @@
 // Command membus is the one binary of membus: `membus up` runs everything embedded, `membus
 // <service>` runs one service against external NATS/MySQL/Redis, and the rest are operator
-// tools (keys, dlq, tail, config) and measurements (bench, eval).
+// tools (keys, dlq, export, import, tail, config) and measurements (bench, eval).
 //
 // The command line is built on spf13/cobra, the library of kubectl, docker and gh: it gives
 // every command its own --help (exit 0), subcommand suggestions, `membus completion
@@ -48,7 +48,7 @@ own heading in its --help), the MEMBUS_* environment variables and an optional Y
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{keysCommand(), dlqCommand(), tailCommand(), topCommand(), configCommand(), versionCommand()} {
+	for _, c := range []*cobra.Command{keysCommand(), dlqCommand(), exportCommand(), importCommand(), tailCommand(), topCommand(), configCommand(), versionCommand()} {
 		c.GroupID = "ops"
 		root.AddCommand(c)
 	}

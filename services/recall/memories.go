@@ -3,6 +3,7 @@ package recall
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/membus/membus/pkg/bus"
@@ -21,25 +22,77 @@ func item(m store.Memory) contract.RecallItem {
 	}
 }
 
-// ListMemories lists a user's active memories.
-func (s *Service) ListMemories(ctx context.Context, account string, req contract.MemoriesListRequest) (contract.MemoriesListResponse, error) {
-	resp := contract.MemoriesListResponse{V: contract.Version, Items: []contract.RecallItem{}}
+// maxListLimit is the largest page of memories.list and memories.export; defaultListLimit the
+// page when the request names none (or one out of range).
+const (
+	maxListLimit     = 1000
+	defaultListLimit = 100
+)
+
+// listPage reads one page of the user's active memories for memories.list and
+// memories.export: a bad cursor is the caller's mistake (bad_request), never a failure.
+func (s *Service) listPage(ctx context.Context, account string, req contract.MemoriesListRequest, noDigests bool) ([]store.Memory, string, error) {
 	if req.UserID == "" {
-		return resp, fmt.Errorf("%w: user_id is required", errBadRequest)
+		return nil, "", fmt.Errorf("%w: user_id is required", errBadRequest)
 	}
 	limit := req.Limit
-	if limit <= 0 || limit > 1000 {
-		limit = 100
+	if limit <= 0 || limit > maxListLimit {
+		limit = defaultListLimit
 	}
-	ms, err := s.d.Store.Memories(ctx, store.MemoryFilter{AccountID: account, UserID: req.UserID, AgentID: req.AgentID,
-		Scope: req.Scope, Category: req.Category, ActiveOnly: true, Limit: limit, Since: req.Since, Until: req.Until})
+	ms, next, err := s.d.Store.MemoriesPage(ctx, store.MemoryFilter{AccountID: account, UserID: req.UserID, AgentID: req.AgentID,
+		Scope: req.Scope, Category: req.Category, NoDigests: noDigests, ActiveOnly: true, Limit: limit, Since: req.Since, Until: req.Until}, req.Cursor)
+	if errors.Is(err, store.ErrBadCursor) {
+		return nil, "", fmt.Errorf("%w: %w", errBadRequest, err)
+	}
+	return ms, next, err
+}
+
+// ListMemories lists one page of a user's active memories, newest first (created_at, then
+// id); NextCursor continues it.
+func (s *Service) ListMemories(ctx context.Context, account string, req contract.MemoriesListRequest) (contract.MemoriesListResponse, error) {
+	resp := contract.MemoriesListResponse{V: contract.Version, Items: []contract.RecallItem{}}
+	ms, next, err := s.listPage(ctx, account, req, false)
 	if err != nil {
 		return resp, err
 	}
 	for _, m := range ms {
 		resp.Items = append(resp.Items, item(m))
 	}
+	resp.NextCursor = next
 	return resp, nil
+}
+
+// ExportMemories answers memories.export: ListMemories' page as full records (every field
+// `membus import` needs to restore a memory), digests left out: the summarizer derives them.
+func (s *Service) ExportMemories(ctx context.Context, account string, req contract.MemoriesListRequest) (contract.MemoriesExportResponse, error) {
+	resp := contract.MemoriesExportResponse{V: contract.Version, Items: []contract.MemoryRecord{}}
+	ms, next, err := s.listPage(ctx, account, req, true)
+	if err != nil {
+		return resp, err
+	}
+	for _, m := range ms {
+		resp.Items = append(resp.Items, record(m))
+	}
+	resp.NextCursor = next
+	return resp, nil
+}
+
+// record is a memory row as an export record.
+func record(m store.Memory) contract.MemoryRecord {
+	srcs := make([]contract.MemorySource, 0, len(m.Sources))
+	for _, src := range m.Sources {
+		srcs = append(srcs, contract.MemorySource{SessionID: src.SessionID, MessageID: src.MessageID})
+	}
+	r := contract.MemoryRecord{
+		V: contract.Version, ID: m.ID, AccountID: m.AccountID, UserID: m.UserID, AgentID: m.AgentID, Scope: m.Scope,
+		Category: m.Category, Subject: m.Subject, Attribute: m.Attribute, Polarity: m.Polarity, Value: m.Value,
+		Abstract: m.Abstract, Text: m.Text, Importance: m.Importance, Sources: srcs, EventTime: m.EventTime,
+		ValidFrom: m.ValidFrom, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+	}
+	if r.Scope != contract.ScopeAgent {
+		r.AgentID = "" // a user-scoped memory belongs to no agent (the row may name the one that heard it)
+	}
+	return r
 }
 
 // GetMemory returns one memory of the user; a foreign id is not found.

@@ -145,6 +145,7 @@ func (s *Service) Run(ctx context.Context) error {
 		"recall":          jsonHandler(s.observedRecall),
 		"context":         jsonHandler(s.Context),
 		"memories.list":   jsonHandler(s.ListMemories),
+		"memories.export": jsonHandler(s.ExportMemories),
 		"memories.get":    jsonHandler(s.GetMemory),
 		"memories.forget": jsonHandler(s.ForgetMemory),
 		"session.get":     jsonHandler(s.SessionMeta),
