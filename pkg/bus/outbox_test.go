@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,6 +34,19 @@ type memRow struct {
 	dead    string
 }
 
+// hasAnyPrefix is the store's subject filter: nil matches every subject.
+func hasAnyPrefix(subject string, prefixes []string) bool {
+	if prefixes == nil {
+		return true
+	}
+	for _, p := range prefixes {
+		if strings.HasPrefix(subject, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func newMemOutbox() *memOutbox { return &memOutbox{fnCalls: map[string]int{}} }
 
 func (s *memOutbox) insert(rows ...OutboxRow) {
@@ -43,7 +57,7 @@ func (s *memOutbox) insert(rows ...OutboxRow) {
 	}
 }
 
-func (s *memOutbox) Claim(ctx context.Context, limit int, fn func(ctx context.Context, row OutboxRow) error) (int, error) {
+func (s *memOutbox) Claim(ctx context.Context, limit int, subjects []string, fn func(ctx context.Context, row OutboxRow) error) (int, error) {
 	s.mu.Lock()
 	s.claims++
 	var mine []*memRow
@@ -51,7 +65,7 @@ func (s *memOutbox) Claim(ctx context.Context, limit int, fn func(ctx context.Co
 		if len(mine) == limit {
 			break
 		}
-		if !r.sent && r.dead == "" && !r.claimed {
+		if !r.sent && r.dead == "" && !r.claimed && hasAnyPrefix(r.Subject, subjects) {
 			r.claimed = true
 			mine = append(mine, r)
 		}
@@ -132,8 +146,8 @@ type countingStore struct {
 	calls atomic.Int32
 }
 
-func (c *countingStore) Claim(ctx context.Context, limit int, fn func(ctx context.Context, row OutboxRow) error) (int, error) {
-	return c.memOutbox.Claim(ctx, limit, func(ctx context.Context, row OutboxRow) error {
+func (c *countingStore) Claim(ctx context.Context, limit int, subjects []string, fn func(ctx context.Context, row OutboxRow) error) (int, error) {
+	return c.memOutbox.Claim(ctx, limit, subjects, func(ctx context.Context, row OutboxRow) error {
 		c.calls.Add(1)
 		return fn(ctx, row)
 	})

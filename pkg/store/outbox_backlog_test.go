@@ -35,7 +35,7 @@ func TestOutboxBacklog(t *testing.T) {
 			t.Errorf("oldest = %v, want within the last second", oldest)
 		}
 		// The relay publishes one row: the backlog shrinks by one.
-		if _, err := s.Outbox().Claim(ctx, 1, func(context.Context, bus.OutboxRow) error { return nil }); err != nil {
+		if _, err := s.Outbox().Claim(ctx, 1, nil, func(context.Context, bus.OutboxRow) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if n, _, _ = s.OutboxBacklog(ctx); n != 2 {
