@@ -25,19 +25,20 @@ import (
 )
 
 // startIngestReplica runs one ingest replica (the ingest service and the outbox relay, as
-// `membus ingest` does) in a process environment of its own against the shared servers: its
+// `membus ingest` does, connected as the ingest service's own NATS user) in a process environment of its own against the shared servers: its
 // own NATS connection, SQL pool and Redis client, one of the consumers of the shared durable.
 func startIngestReplica(t *testing.T, d distDeps, instance string) *app.Env {
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.DataDir = t.TempDir()
 	cfg.NATSURL = d.natsURL
+	cfg.NATSToken = d.token
 	cfg.MySQLDSN = d.dsn
 	cfg.RedisURL = d.redisURL
 	cfg.SubjectPrefix = d.prefix
 	cfg.InstanceID = instance
 	ctx, cancel := context.WithCancel(context.Background())
-	env, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	env, err := app.OpenService(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "ingest")
 	if err != nil {
 		cancel()
 		t.Fatal(err)
