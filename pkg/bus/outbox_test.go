@@ -340,3 +340,25 @@ func TestRelayRetriesWhenTheStreamIsMissing(t *testing.T) {
 	}
 	eventually(t, 15*time.Second, "rows sent once the stream exists", func() bool { sent, _, _ := store.state(); return sent == 2 })
 }
+
+// TestRelayPublishesOnlyItsSubjects: a service's relay (RelayConfig.Subjects, ingest's commit
+// requests) leaves the rows of other categories to the relays allowed to publish them.
+func TestRelayPublishesOnlyItsSubjects(t *testing.T) {
+	b := newTestBus(t)
+	store := newMemOutbox()
+	store.insert(outboxRows(b.n, 5)...) // commit requests
+	for i := range 3 {
+		id := "event-" + strconv.Itoa(i)
+		store.insert(OutboxRow{ID: id, Subject: b.n.Event("memory_upserted", "acme", "s1"), Payload: []byte(`{}`), CreatedAt: time.Now()})
+	}
+	startRelay(t, b, store, RelayConfig{Interval: 10 * time.Millisecond, Subjects: b.n.OutboxSubjects(ServiceIngest)})
+	eventually(t, 10*time.Second, "the commit requests sent", func() bool { sent, _, _ := store.state(); return sent == 5 })
+	store.mu.Lock()
+	after := store.claims
+	store.mu.Unlock()
+	// Two more claims have passed the events by.
+	eventually(t, 10*time.Second, "two more claims", func() bool { store.mu.Lock(); defer store.mu.Unlock(); return store.claims >= after+2 })
+	if sent, dead, unsent := store.state(); sent != 5 || dead != 0 || unsent != 3 {
+		t.Fatalf("sent %d, dead %d, unsent %d; want the 5 commit requests sent and the 3 events left", sent, dead, unsent)
+	}
+}
