@@ -36,11 +36,11 @@ issuer() {
 }
 
 # passwords TOKEN: the MEMBUS_NATS_PASS_<SERVICE>=… lines of `membus keys nats-passwords`,
-# checked to be the five services' 43-character passwords.
+# checked to be the five services' passwords (mb- and 43 characters of base64url).
 passwords() {
   local out
   out=$(keys "$1" nats-passwords) || return 1
-  if [ "$(grep -cE '^MEMBUS_NATS_PASS_[A-Z]+=[A-Za-z0-9_-]{43}$' <<<"$out")" != 5 ]; then
+  if [ "$(grep -cE '^MEMBUS_NATS_PASS_[A-Z]+=mb-[A-Za-z0-9_-]{43}$' <<<"$out")" != 5 ]; then
     echo "deploy-env: \`membus keys nats-passwords\` printed no five passwords (a membus binary older than this checkout?): $out" >&2
     return 1
   fi
@@ -49,7 +49,7 @@ passwords() {
 
 derived='^MEMBUS_NATS_AUTH_ISSUER=\|^MEMBUS_NATS_PASS_'
 if [ -e .env ]; then
-  if grep -q '^MEMBUS_NATS_AUTH_ISSUER=[A-Z0-9]\{56\}$' .env && [ "$(grep -c '^MEMBUS_NATS_PASS_[A-Z]*=.\{43\}$' .env)" = 5 ]; then
+  if grep -q '^MEMBUS_NATS_AUTH_ISSUER=[A-Z0-9]\{56\}$' .env && [ "$(grep -c '^MEMBUS_NATS_PASS_[A-Z]*=mb-.\{43\}$' .env)" = 5 ]; then
     echo "deploy/.env exists; left as it is (delete it for fresh secrets)" >&2
     exit 0
   fi

@@ -78,8 +78,10 @@ func (n Names) ServiceOf(user string) string {
 }
 
 // ServicePassword derives a service user's password from the deployment's NATS token, so the
-// services' credentials need no secret besides the token: HMAC-SHA256(token, "membus nats
-// service user\x00"+service), base64url without padding (43 characters).
+// services' credentials need no secret besides the token: "mb-" and HMAC-SHA256(token, "membus
+// nats service user\x00"+service) in base64url without padding (46 characters). The letters in
+// front matter: nats-server parses a config variable's value as a config value, and one that
+// starts with "-" or a digit may be read as a number (or fail to parse).
 func ServicePassword(token, service string) (string, error) {
 	if token == "" {
 		return "", errors.New("service password: the NATS token is empty")
@@ -89,7 +91,7 @@ func ServicePassword(token, service string) (string, error) {
 	}
 	mac := hmac.New(sha256.New, []byte(token))
 	mac.Write([]byte("membus nats service user\x00" + service))
-	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), nil
+	return "mb-" + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), nil
 }
 
 // ServiceOptions are the connect options of a service's own user: its name and password and

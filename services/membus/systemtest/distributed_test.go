@@ -50,7 +50,7 @@ func startDistDeps(t *testing.T) distDeps {
 	prefix := "mbd" + hex.EncodeToString(b)
 	tb := make([]byte, 24)
 	_, _ = rand.Read(tb)
-	token := hex.EncodeToString(tb)
+	token := "tok" + hex.EncodeToString(tb) // a letter first: nats-server parses the variable's value as config
 	conf, env := natsAuthConf(t, prefix, token)
 
 	addr := freeAddr(t)
