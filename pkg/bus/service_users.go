@@ -47,14 +47,20 @@ var rpcOps = map[string][]string{
 // RPCOps returns the operations a service serves.
 func RPCOps(service string) []string { return append([]string(nil), rpcOps[service]...) }
 
-// outboxCategories are the subject categories of the outbox rows each service writes, and so
-// relays: a process's relay claims only rows its user may publish (Names.OutboxSubjects).
-var outboxCategories = map[string][]string{
-	ServiceIngest:     {categoryCommits},                 // commit requests at the threshold and when idle
-	ServiceExtract:    {categoryCommits, categoryEvents}, // the commit RPC's request; archive and memory events
-	ServiceRecall:     {categoryEvents},                  // memory.forgotten, user.erased
-	ServiceSummarizer: {categoryEvents},                  // overview and digest events
+// outboxSubjects are the subjects of the outbox rows each service writes, and so relays, after
+// "<p>.": a commit request, or an event kind. A process's relay claims only the rows its user may
+// publish (Names.OutboxSubjects), so a service that writes a new kind of event must list it
+// here, or its rows wait in the outbox (membus_outbox_pending_rows) until a `membus up` relays them.
+var outboxSubjects = map[string][]string{
+	ServiceIngest: {categoryCommits}, // commit requests at the threshold and when idle
+	ServiceExtract: {categoryCommits, // the commit RPC's request
+		eventSubject(contract.EventArchiveCreated), eventSubject(contract.EventCommitCompleted),
+		eventSubject(contract.EventMemoryUpserted), eventSubject(contract.EventMemorySuperseded)},
+	ServiceRecall:     {eventSubject(contract.EventMemoryDeleted), eventSubject(contract.EventErased)}, // forget, erasure
+	ServiceSummarizer: {eventSubject(contract.EventSummaryCreated)},                                    // overviews and digests
 }
+
+func eventSubject(kind string) string { return categoryEvents + "." + kind }
 
 // consumes is the stream each consuming service reads with its durable (bus.Runner).
 var consumes = map[string]string{
@@ -110,11 +116,12 @@ func knownService(service string) bool {
 }
 
 // OutboxSubjects are the subject prefixes of the outbox rows a service's relay publishes
-// ("<p>.commits.", "<p>.events."): none for the gateway, which writes no outbox rows.
+// ("<p>.commits.", "<p>.events.summary_created."): none for the gateway, which writes no
+// outbox rows.
 func (n Names) OutboxSubjects(service string) []string {
 	var out []string
-	for _, c := range outboxCategories[service] {
-		out = append(out, n.p()+"."+c+".")
+	for _, s := range outboxSubjects[service] {
+		out = append(out, n.p()+"."+s+".")
 	}
 	return out
 }
@@ -145,9 +152,9 @@ func (n Names) ServicePermissions(service string) (Permissions, error) {
 
 	// The outbox relay publishes the rows the service writes and dead-letters the
 	// unpublishable ones.
-	if cats := outboxCategories[service]; len(cats) > 0 {
-		for _, c := range cats {
-			pub = append(pub, p+"."+c+".>")
+	if subjects := outboxSubjects[service]; len(subjects) > 0 {
+		for _, s := range subjects {
+			pub = append(pub, p+"."+s+".>")
 		}
 		pub = append(pub, p+"."+categoryDLQ+"."+StreamOutbox+".>")
 	}

@@ -125,6 +125,15 @@ func TestDistributedServiceUsers(t *testing.T) {
 		return f.Totals.Turns >= 1 && f.Totals.Commits >= 1 && len(f.Lag) > 0
 	})
 
+	// Every outbox row was relayed: each service's relay publishes the kinds it writes. (Before
+	// the erasure, which deletes the erased sessions' unsent rows.)
+	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if n, err := st.OutboxPending(ctx); err != nil || n != 0 {
+			return fmt.Errorf("%d outbox rows unpublished (%v)", n, err)
+		}
+		return nil
+	})
+
 	// Erasure: recall's user securely deletes the user's messages from the streams.
 	adminAPI.must(200, "DELETE", "/v1/users/"+user, nil, nil)
 	api.must(200, "POST", "/v1/recall", map[string]any{"query": "where do I live?"}, &rec)
