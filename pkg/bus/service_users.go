@@ -204,9 +204,10 @@ func (n Names) ServicePermissions(service string) (Permissions, error) {
 	case ServiceGateway:
 		// The HTTP API publishes turns and calls every RPC of the accounts it serves.
 		pub = append(pub, p+"."+categoryTurns+".>", p+"."+categoryRPC+".>")
-		// The dashboard feed counts turns, commits and events and reads the metrics
-		// snapshots; its dead-letter list reads the DLQ with an ordered consumer.
-		sub = append(sub, p+"."+categoryMetrics+".>", p+"."+categoryTurns+".>", p+"."+categoryCommits+".>", p+"."+categoryEvents+".>")
+		// The dashboard feed counts turns, commits, archives and memories and reads the
+		// metrics snapshots; its dead-letter list reads the DLQ with an ordered consumer.
+		sub = append(sub, p+"."+categoryMetrics+".>", p+"."+categoryTurns+".>", p+"."+categoryCommits+".>",
+			n.EventFilter(contract.EventArchiveCreated), n.EventFilter(contract.EventMemoryUpserted))
 		d := n.Stream(StreamDLQ)
 		pub = append(pub, api+"CONSUMER.CREATE."+d+".>", api+"CONSUMER.INFO."+d+".*", api+"CONSUMER.DELETE."+d+".*",
 			api+"CONSUMER.MSG.NEXT."+d+".*")

@@ -253,6 +253,8 @@ func TestServiceUserPermissions(t *testing.T) {
 		{name: "each service publishes its own metrics", services: bus.Services, op: "pub", subject: "membus.metrics.%s.host-1", mayToo: true},
 		{name: "only the gateway reads the metrics feed", services: others, op: "sub", subject: "membus.metrics.>"},
 		{name: "only the gateway reads the turns", services: others, op: "sub", subject: "membus.turns.>"},
+		{name: "the gateway counts archives for the dashboard", service: bus.ServiceGateway, op: "sub", subject: "membus.events.archive_created.*.*", mayToo: true},
+		{name: "the gateway reads no other events", service: bus.ServiceGateway, op: "sub", subject: "membus.events.>"},
 	}
 	for _, srv := range []struct {
 		name  string
