@@ -129,7 +129,7 @@ func TestDistributedServiceUsers(t *testing.T) {
 	// the erasure, which deletes the erased sessions' unsent rows.)
 	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
 		if n, err := st.OutboxPending(ctx); err != nil || n != 0 {
-			return fmt.Errorf("%d outbox rows unpublished (%v)", n, err)
+			return fmt.Errorf("%d outbox rows unpublished (%w)", n, err)
 		}
 		return nil
 	})
