@@ -1,15 +1,25 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/pkg/testenv"
 )
 
 // TestNATSIdentity: who a process connects to NATS as, by command and settings.
@@ -87,4 +97,114 @@ func TestServiceAloneOnTheEmbeddedServer(t *testing.T) {
 	if _, err := Build(env, bus.ServiceIngest); err != nil {
 		t.Fatalf("build ingest under its own user: %v", err)
 	}
+}
+
+// TestEachServiceStartsUnderItsOwnUser: each service run alone on the embedded server starts
+// without one refused subscription or publish (the server logs "Violation"): its RPC endpoints
+// are exactly bus.RPCOps on subjects its user may subscribe to, its durable consumer and the
+// failure bucket are created, the gateway answers the callout.
+func TestEachServiceStartsUnderItsOwnUser(t *testing.T) {
+	for _, svc := range Services {
+		t.Run(svc, func(t *testing.T) {
+			var log lockedBuffer
+			cfg := config.Defaults()
+			cfg.DataDir = t.TempDir()
+			cfg.NATSListen = "127.0.0.1:0"
+			cfg.HTTPAddr = "127.0.0.1:0"
+			cfg.NATSSync = "interval"
+			cfg.Embedder = "hash"
+			env, err := OpenService(context.Background(), cfg, slog.New(slog.NewTextHandler(&log, nil)), svc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(env.Close)
+			s, err := Build(env, svc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- env.RunAll(ctx, s) }()
+			t.Cleanup(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("RunAll: %v", err)
+				}
+			})
+			cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer ccancel()
+			ops, err := bus.Connect(cctx, env.NATSURL, env.Config.NATSToken, "ops")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ops.Close()
+			perms, err := env.Names.ServicePermissions(svc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rpcOps := bus.RPCOps(svc); len(rpcOps) > 0 {
+				testenv.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+					msg, err := ops.Request("$SRV.INFO."+env.Names.Consumer(svc), nil, time.Second)
+					if err != nil {
+						return err
+					}
+					var info micro.Info
+					if err := json.Unmarshal(msg.Data, &info); err != nil {
+						return err
+					}
+					if len(info.Endpoints) != 2*len(rpcOps) {
+						return fmt.Errorf("%d endpoints, want %d (bus.RPCOps %v on account and user subjects)", len(info.Endpoints), 2*len(rpcOps), rpcOps)
+					}
+					for _, ep := range info.Endpoints {
+						if !slices.Contains(perms.Subscribe, ep.Subject) {
+							t.Errorf("endpoint %s on %s: not in %s's subscribe permissions", ep.Name, ep.Subject, svc)
+						}
+					}
+					return nil
+				})
+			}
+			if kind := map[string]string{"ingest": bus.StreamTurns, "extract": bus.StreamCommits, "summarizer": bus.StreamEvents}[svc]; kind != "" {
+				js, err := jetstream.New(ops)
+				if err != nil {
+					t.Fatal(err)
+				}
+				testenv.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+					_, err := js.Consumer(cctx, env.Names.Stream(kind), env.Names.Consumer(svc))
+					return err
+				})
+			}
+			// The server has handled every subscription and publish of the service before it
+			// answers this flush, and logs a refusal as it handles it.
+			if err := env.NC.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if v := log.lines("Violation"); len(v) > 0 {
+				t.Errorf("the server refused %s:\n%s", svc, strings.Join(v, "\n"))
+			}
+		})
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines returns the lines holding s.
+func (l *lockedBuffer) lines(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
