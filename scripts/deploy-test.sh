@@ -151,6 +151,9 @@ rand() { head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9'; }
 export MEMBUS_NATS_TOKEN=$(rand) MEMBUS_DB_PASSWORD=$(rand) MEMBUS_DB_ROOT_PASSWORD=$(rand) MEMBUS_REDIS_PASSWORD=$(rand)
 MEMBUS_NATS_AUTH_ISSUER=$("$ROOT/deploy/offline/.build/membus" keys nats-issuer) || die "membus keys nats-issuer failed"
 export MEMBUS_NATS_AUTH_ISSUER
+# Each service's NATS password (MEMBUS_NATS_PASS_<SERVICE>), derived from the token.
+NATS_PASSES=$("$ROOT/deploy/offline/.build/membus" keys nats-passwords) || die "membus keys nats-passwords failed"
+while IFS='=' read -r k v; do export "$k=$v"; done <<<"$NATS_PASSES"
 export MEMBUS_QDRANT_URL= MEMBUS_GATEWAY_PORT=$GW_PORT MEMBUS_NATS_PORT_1=14222 MEMBUS_NATS_PORT_2=14223 MEMBUS_NATS_PORT_3=14224
 export MEMBUS_COMMIT_TOKEN_THRESHOLD=2000
 log "building images"

@@ -20,14 +20,16 @@ var ErrServerTooOld = errors.New("nats server too old")
 // ErrNoJetStream is returned (wrapped) by Connect when the server has JetStream disabled.
 var ErrNoJetStream = errors.New("jetstream not enabled")
 
-// ServiceUser is the NATS user membus's services connect as, with the deployment's token as
-// its password. A server in API-key mode (the auth callout) lists it among its auth users, so
-// services bypass the callout; a server in token mode ignores it and checks the token.
+// ServiceUser is the NATS user `membus up` and the operator tools connect as, with the
+// deployment's token as its password and every permission. A server in API-key mode (the auth
+// callout) lists it among its auth users, so it bypasses the callout; a server in token mode
+// ignores it and checks the token. A service run alone connects as its own user instead
+// (Names.ServiceUser, ServiceOptions), with only its job's permissions.
 const ServiceUser = "membus"
 
 // Connect connects to url (as ServiceUser with token, when token != ""), reconnecting forever, and checks that
 // the server is at least MinServerVersion and has JetStream enabled for this account. opts
-// are applied after membus's defaults.
+// are applied after membus's defaults (ServiceOptions there connect as a service's own user).
 func Connect(ctx context.Context, url, token, name string, opts ...nats.Option) (*nats.Conn, error) {
 	all := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
 	if token != "" {

@@ -28,6 +28,9 @@ type RelayConfig struct {
 	PruneAfter time.Duration // prune sent rows older than this; default the streams' duplicate window
 	Logger     *slog.Logger  // default slog.Default()
 	Now        func() time.Time
+	// Subjects are the subject prefixes of the rows this relay publishes (Names.OutboxSubjects
+	// of a service run alone: what its NATS user may publish); nil: every row.
+	Subjects []string
 }
 
 // Relay publishes outbox rows to JetStream.
@@ -110,7 +113,7 @@ func (r *Relay) Run(ctx context.Context) error {
 func (r *Relay) drain(ctx context.Context) error {
 	for ctx.Err() == nil {
 		calls := 0
-		n, err := r.store.Claim(ctx, r.cfg.Batch, func(ctx context.Context, row OutboxRow) error {
+		n, err := r.store.Claim(ctx, r.cfg.Batch, r.cfg.Subjects, func(ctx context.Context, row OutboxRow) error {
 			calls++
 			return r.publish(ctx, row)
 		})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,6 +34,19 @@ type memRow struct {
 	dead    string
 }
 
+// hasAnyPrefix is the store's subject filter: nil matches every subject.
+func hasAnyPrefix(subject string, prefixes []string) bool {
+	if prefixes == nil {
+		return true
+	}
+	for _, p := range prefixes {
+		if strings.HasPrefix(subject, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func newMemOutbox() *memOutbox { return &memOutbox{fnCalls: map[string]int{}} }
 
 func (s *memOutbox) insert(rows ...OutboxRow) {
@@ -43,7 +57,7 @@ func (s *memOutbox) insert(rows ...OutboxRow) {
 	}
 }
 
-func (s *memOutbox) Claim(ctx context.Context, limit int, fn func(ctx context.Context, row OutboxRow) error) (int, error) {
+func (s *memOutbox) Claim(ctx context.Context, limit int, subjects []string, fn func(ctx context.Context, row OutboxRow) error) (int, error) {
 	s.mu.Lock()
 	s.claims++
 	var mine []*memRow
@@ -51,7 +65,7 @@ func (s *memOutbox) Claim(ctx context.Context, limit int, fn func(ctx context.Co
 		if len(mine) == limit {
 			break
 		}
-		if !r.sent && r.dead == "" && !r.claimed {
+		if !r.sent && r.dead == "" && !r.claimed && hasAnyPrefix(r.Subject, subjects) {
 			r.claimed = true
 			mine = append(mine, r)
 		}
@@ -132,8 +146,8 @@ type countingStore struct {
 	calls atomic.Int32
 }
 
-func (c *countingStore) Claim(ctx context.Context, limit int, fn func(ctx context.Context, row OutboxRow) error) (int, error) {
-	return c.memOutbox.Claim(ctx, limit, func(ctx context.Context, row OutboxRow) error {
+func (c *countingStore) Claim(ctx context.Context, limit int, subjects []string, fn func(ctx context.Context, row OutboxRow) error) (int, error) {
+	return c.memOutbox.Claim(ctx, limit, subjects, func(ctx context.Context, row OutboxRow) error {
 		c.calls.Add(1)
 		return fn(ctx, row)
 	})
@@ -325,4 +339,26 @@ func TestRelayRetriesWhenTheStreamIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 15*time.Second, "rows sent once the stream exists", func() bool { sent, _, _ := store.state(); return sent == 2 })
+}
+
+// TestRelayPublishesOnlyItsSubjects: a service's relay (RelayConfig.Subjects, ingest's commit
+// requests) leaves the rows of other categories to the relays allowed to publish them.
+func TestRelayPublishesOnlyItsSubjects(t *testing.T) {
+	b := newTestBus(t)
+	store := newMemOutbox()
+	store.insert(outboxRows(b.n, 5)...) // commit requests
+	for i := range 3 {
+		id := "event-" + strconv.Itoa(i)
+		store.insert(OutboxRow{ID: id, Subject: b.n.Event("memory_upserted", "acme", "s1"), Payload: []byte(`{}`), CreatedAt: time.Now()})
+	}
+	startRelay(t, b, store, RelayConfig{Interval: 10 * time.Millisecond, Subjects: b.n.OutboxSubjects(ServiceIngest)})
+	eventually(t, 10*time.Second, "the commit requests sent", func() bool { sent, _, _ := store.state(); return sent == 5 })
+	store.mu.Lock()
+	after := store.claims
+	store.mu.Unlock()
+	// Two more claims have passed the events by.
+	eventually(t, 10*time.Second, "two more claims", func() bool { store.mu.Lock(); defer store.mu.Unlock(); return store.claims >= after+2 })
+	if sent, dead, unsent := store.state(); sent != 5 || dead != 0 || unsent != 3 {
+		t.Fatalf("sent %d, dead %d, unsent %d; want the 5 commit requests sent and the 3 events left", sent, dead, unsent)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -35,6 +36,10 @@ type Grant struct {
 type Permissions struct {
 	Publish   []string
 	Subscribe []string
+	// Responses > 0 lets the credential answer each request it receives, once, within that
+	// long (nats-server's allow_responses): the RPC servers' replies go to the callers' inboxes,
+	// which no allow list could name.
+	Responses time.Duration
 }
 
 // UserOps are the RPCs a user key may call, each on a UserRPC subject.

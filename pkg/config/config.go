@@ -30,7 +30,7 @@ const (
 
 // Config is the shared configuration of every service and of the CLI.
 type Config struct {
-	DataDir, HTTPAddr, NATSListen, NATSURL, NATSToken, NATSAuth, NATSSync, RedisURL, MySQLDSN, QdrantURL, QdrantCollection,
+	DataDir, HTTPAddr, NATSListen, NATSURL, NATSToken, NATSUser, NATSPassword, NATSAuth, NATSSync, RedisURL, MySQLDSN, QdrantURL, QdrantCollection,
 	SubjectPrefix, Embedder, ModelDir, EmbedBaseURL, EmbedModel, EmbedAPIKey, LLMBaseURL, LLMModel,
 	LLMAPIKey, InstanceID, TZ, LogLevel string
 	// LogFormat is "auto" (text on a terminal, JSON otherwise), "text" or "json".
@@ -142,7 +142,9 @@ func (c *Config) fields() []field {
 		{key: "nats_listen", str: &c.NATSListen, help: "embedded NATS server listen address host:port", doc: "the embedded NATS server's address"},
 		{key: "nats_url", str: &c.NATSURL, help: "external NATS URL(s), comma-separated; when set, no embedded server", doc: "external NATS; when set, no embedded server"},
 		{key: "nats_token", str: &c.NATSToken, secret: true, help: "NATS auth token", doc: "NATS token (embedded: created at first start in the data dir)", def: "generated"},
-		{key: "nats_auth", str: &c.NATSAuth, help: `who may use the bus: "keys" (API keys, each bound to its account or user; services use the token) or "token" (every holder of the token may do everything: development only)`, doc: "`keys`: clients (the plugin) connect with an API key, bound by the auth callout to its account or user; membus's services use the token. `token`: the token opens everything (development only)"},
+		{key: "nats_user", str: &c.NATSUser, help: `NATS user to connect as (default: "membus" for membus up and the tools, the service's own user, e.g. membus-ingest, for membus <service>)`, doc: "the NATS user: `membus up` and the tools connect as `membus` (everything); `membus <service>` as its own user with only its job's permissions (`<prefix>-<service>`, docs/distributed.md); set `membus` here for a server whose config has no service users yet", def: "by command"},
+		{key: "nats_password", str: &c.NATSPassword, secret: true, help: "the NATS user's password (default: derived from the token; membus keys nats-passwords prints them)", doc: "the NATS user's password; by default derived from the token (`membus keys nats-passwords`), so a service can be handed its own password instead of the token (not the gateway: it needs the token for the auth callout)", def: "from the token"},
+		{key: "nats_auth", str: &c.NATSAuth, help: `who may use the bus: "keys" (API keys, each bound to its account or user; membus itself uses the token and its services their own users) or "token" (every holder of the token may do everything: development only)`, doc: "`keys`: clients (the plugin) connect with an API key, bound by the auth callout to its account or user; membus itself connects with the token, its services as their own users (MEMBUS_NATS_USER). `token`: the token opens everything (development only)"},
 		{key: "nats_sync", str: &c.NATSSync, help: `JetStream fsync: "always" (durable) or "interval"`, doc: "`always` fsyncs every JetStream write; `interval` trades durability for throughput"},
 		{key: "stream_replicas", n: &c.StreamReplicas, help: "JetStream replicas of the streams membus creates (1, 3 or 5; at most the cluster's size)", doc: "JetStream replicas of the streams membus creates, with an external NATS cluster (1, 3 or 5; at most the cluster's size)"},
 		{key: "redis_url", str: &c.RedisURL, help: "Redis URL, e.g. redis://:pw@host:6379/0 (empty: in-process cache)", doc: "Redis: hot session cache, dedup keys, distributed locks; else SQL only and in-process locks"},

@@ -30,8 +30,9 @@ type Store interface {
 	// single writer) in one transaction, calls fn for each in order, marks sent those fn
 	// returned nil for, marks dead (with the error text) those fn returned an error wrapping
 	// ErrUnpublishable for, stops at the first other error (leaving the rest unsent), commits
-	// and returns how many were marked.
-	Claim(ctx context.Context, limit int, fn func(ctx context.Context, row Row) error) (int, error)
+	// and returns how many were marked. With subjects, only rows whose subject starts with one
+	// of them are claimed (a relay claims what its NATS user may publish); nil claims every row.
+	Claim(ctx context.Context, limit int, subjects []string, fn func(ctx context.Context, row Row) error) (int, error)
 	// Prune deletes rows sent before sentBefore and returns how many.
 	Prune(ctx context.Context, sentBefore time.Time) (int, error)
 }

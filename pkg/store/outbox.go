@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/membus/membus/pkg/outbox"
@@ -35,16 +36,31 @@ type outboxStore struct{ s *Store }
 
 // Claim implements outbox.Store: rows are locked with FOR UPDATE SKIP LOCKED on MySQL so
 // concurrent relays never hold one row at once; SQLite's immediate transaction excludes them.
-func (o outboxStore) Claim(ctx context.Context, limit int, fn func(context.Context, outbox.Row) error) (int, error) {
+func (o outboxStore) Claim(ctx context.Context, limit int, subjects []string, fn func(context.Context, outbox.Row) error) (int, error) {
 	s := o.s
 	marked := 0
+	// A prefix is compared with SUBSTR, not LIKE: subject prefixes may hold "_", a LIKE wildcard.
+	var where string
+	var args []any
+	if subjects != nil {
+		conds := make([]string, 0, len(subjects))
+		for _, p := range subjects {
+			conds = append(conds, "SUBSTR(subject, 1, ?) = ?")
+			args = append(args, len(p), p)
+		}
+		if len(conds) == 0 {
+			return 0, nil
+		}
+		where = " AND (" + strings.Join(conds, " OR ") + ")"
+	}
+	args = append(args, limit)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		marked = 0
-		q := "SELECT id, subject, payload, created_us, attempts FROM outbox WHERE sent_us IS NULL AND dead_us IS NULL ORDER BY created_us, id LIMIT ?"
+		q := "SELECT id, subject, payload, created_us, attempts FROM outbox WHERE sent_us IS NULL AND dead_us IS NULL" + where + " ORDER BY created_us, id LIMIT ?"
 		if s.dialect == MySQL {
 			q += " FOR UPDATE SKIP LOCKED"
 		}
-		rows, err := tx.QueryContext(ctx, q, limit)
+		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}

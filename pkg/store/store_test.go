@@ -199,7 +199,7 @@ func TestOutboxClaimNeverSharesARow(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for {
-					n, err := s.Outbox().Claim(ctx, 4, func(ctx context.Context, row bus.OutboxRow) error {
+					n, err := s.Outbox().Claim(ctx, 4, nil, func(ctx context.Context, row bus.OutboxRow) error {
 						mu.Lock()
 						calls[row.ID]++
 						mu.Unlock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/bus/callout"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/store"
@@ -23,7 +24,8 @@ import (
 // in the store on every request, so a new or revoked key takes effect at once.
 func keysCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "keys", Short: "create, list and revoke API keys (works while membus runs)"}
-	cmd.AddCommand(keysCreateCommand(), keysListCommand(), keysRevokeCommand(), keysNATSIssuerCommand())
+	cmd.AddCommand(keysCreateCommand(), keysListCommand(), keysRevokeCommand(), keysNATSIssuerCommand(),
+		keysNATSAuthCommand(), keysNATSPasswordsCommand())
 	return cmd
 }
 
@@ -44,13 +46,9 @@ func keysNATSIssuerCommand() *cobra.Command {
 		if err != nil {
 			return cli.Usagef("%v", err)
 		}
-		token := cfg.NATSToken
-		if token == "" {
-			b, err := os.ReadFile(filepath.Join(cfg.DataDir, "nats.token"))
-			if err != nil {
-				return cli.Usagef("no token: set MEMBUS_NATS_TOKEN / --nats-token, or point --data-dir at a membus data dir (%v)", err)
-			}
-			token = strings.TrimSpace(string(b))
+		token, err := natsToken(cfg)
+		if err != nil {
+			return err
 		}
 		pub, err := callout.IssuerPublicKey(token)
 		if err != nil {
@@ -58,6 +56,88 @@ func keysNATSIssuerCommand() *cobra.Command {
 		}
 		_, err = fmt.Fprintln(cmd.OutOrStdout(), pub)
 		return err
+	}
+	return cmd
+}
+
+// natsToken is the deployment's NATS token: MEMBUS_NATS_TOKEN, else the one `membus up` keeps
+// in the data dir.
+func natsToken(cfg config.Config) (string, error) {
+	if cfg.NATSToken != "" {
+		return cfg.NATSToken, nil
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.DataDir, "nats.token"))
+	if err != nil {
+		return "", cli.Usagef("no token: set MEMBUS_NATS_TOKEN / --nats-token, or point --data-dir at a membus data dir (%v)", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// keysNATSAuthCommand prints the authorization block of a standalone nats-server's config:
+// the user "membus" and the services' own users with their permissions, the secrets read from
+// the server's environment. deploy/nats/nats-*.conf hold exactly this block (a test checks it).
+func keysNATSAuthCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "nats-auth",
+		Short: "print the authorization block of a nats-server config: the services' users and permissions",
+		Long: "Prints the authorization block of a nats-server config for this deployment's subject prefix: the user " +
+			"membus (the token; every permission: membus up and the tools), one user per service with only its job's " +
+			"permissions, and the auth callout for API keys. The secrets are environment variables of the server: " +
+			"NATS_TOKEN, NATS_AUTH_ISSUER (`membus keys nats-issuer`) and NATS_PASS_<SERVICE> (`membus keys nats-passwords`).",
+		Example: `  membus keys nats-auth                              # the block of deploy/nats/nats-*.conf
+  membus keys nats-auth --subject-prefix acme         # for a deployment with its own prefix`,
+		Args: cli.NoArgs,
+	}
+	load := withConfig(cmd, "config", "subject-prefix")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := load()
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		n, err := bus.NewNames(cfg.SubjectPrefix)
+		if err != nil {
+			return cli.Usagef("MEMBUS_SUBJECT_PREFIX: %v", err)
+		}
+		block, err := n.AuthConf()
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprint(cmd.OutOrStdout(), block)
+		return err
+	}
+	return cmd
+}
+
+// keysNATSPasswordsCommand prints each service user's password, derived from the token, as
+// the variables deploy/.env hands the NATS nodes.
+func keysNATSPasswordsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "nats-passwords",
+		Short: "print the services' NATS passwords (derived from the token) as MEMBUS_NATS_PASS_<SERVICE>=… lines",
+		Example: `  MEMBUS_NATS_TOKEN=… membus keys nats-passwords   # what make deploy-env writes to deploy/.env
+  membus keys nats-passwords --data-dir ./data      # the embedded server's`,
+		Args: cli.NoArgs,
+	}
+	load := withConfig(cmd, "config", "data-dir", "nats-token")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := load()
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		token, err := natsToken(cfg)
+		if err != nil {
+			return err
+		}
+		for _, svc := range bus.Services {
+			p, err := bus.ServicePassword(token, svc)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(cmd.OutOrStdout(), "MEMBUS_%s=%s\n", bus.ConfPasswordVar(svc), p); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	return cmd
 }

@@ -1,7 +1,8 @@
 // Package callout answers nats-server's auth callout: a client that connects with an API key
 // (as its token, or as its password) gets a user bound to the key's account, or user, with the
-// subject permissions of bus.Names.Permissions. membus's own services connect as
-// bus.ServiceUser, an auth user of the server config, and never reach the callout.
+// subject permissions of bus.Names.Permissions. membus's own processes connect as
+// bus.ServiceUser or as their service's own user (bus.Names.ServiceUser), auth users of the
+// server config, and never reach the callout.
 package callout
 
 import (
@@ -51,7 +52,8 @@ type Responder struct {
 	sub *nats.Subscription
 }
 
-// Serve subscribes nc (connected as bus.ServiceUser) to the callout subject. Replicas share the
+// Serve subscribes nc (connected as bus.ServiceUser, or as the gateway's own user, whose
+// permissions allow the callout subject and its replies) to the callout subject. Replicas share the
 // requests through a queue group.
 func Serve(nc *nats.Conn, cfg Config) (*Responder, error) {
 	if cfg.Issuer == nil || cfg.Lookup == nil {

@@ -34,14 +34,18 @@ type Config struct {
 	Token   string // the services' secret; none when "" (no auth at all)
 	Auth    string // with a Token: AuthKeys (default) or AuthToken
 	Sync    string // "always" (default) or "interval"
-	Logger  *slog.Logger
+	// Names are the deployment's subjects, which the service users' permissions name
+	// (AuthKeys only).
+	Names  bus.Names
+	Logger *slog.Logger
 }
 
 // Auth modes of the embedded server.
 const (
-	// AuthKeys: membus's services connect as bus.ServiceUser with the token; every other
-	// client connects with an API key, which the auth callout (package callout) binds to its
-	// account or user.
+	// AuthKeys: membus's services connect as bus.ServiceUser with the token (`membus up`) or,
+	// run alone, as their own service user with bus.ServicePermissions; every other client
+	// connects with an API key, which the auth callout (package callout) binds to its account
+	// or user.
 	AuthKeys = "keys"
 	// AuthToken: every holder of the token may publish and subscribe anything, every tenant
 	// included. For development only.
@@ -119,8 +123,16 @@ func Start(cfg Config) (*server.Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("embedded nats: the token (MEMBUS_NATS_TOKEN) must be at most 72 bytes: %w", err)
 		}
-		opts.Users = []*server.User{{Username: bus.ServiceUser, Password: string(hash)}}
-		opts.AuthCallout = &server.AuthCallout{Issuer: issuer, AuthUsers: []string{bus.ServiceUser}}
+		users, err := serviceUsers(cfg.Names, cfg.Token)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: %w", err)
+		}
+		opts.Users = append([]*server.User{{Username: bus.ServiceUser, Password: string(hash)}}, users...)
+		auth := make([]string, 0, len(opts.Users))
+		for _, u := range opts.Users {
+			auth = append(auth, u.Username)
+		}
+		opts.AuthCallout = &server.AuthCallout{Issuer: issuer, AuthUsers: auth}
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
@@ -173,6 +185,36 @@ func LoadOrCreateToken(dataDir string) (string, error) {
 		return "", fmt.Errorf("write nats token: %w", err)
 	}
 	return tok, nil
+}
+
+// serviceUsers are the service users of the deployment, as bus.Names.AuthConf lists them in a
+// standalone server's config: each with its password derived from the token (a bcrypt hash of
+// it) and its permissions.
+func serviceUsers(n bus.Names, token string) ([]*server.User, error) {
+	var out []*server.User
+	for _, svc := range bus.Services {
+		pass, err := bus.ServicePassword(token, svc)
+		if err != nil {
+			return nil, err
+		}
+		hash, err := bcrypt.GenerateFromPassword([]byte(pass), bcrypt.MinCost)
+		if err != nil {
+			return nil, fmt.Errorf("service user %s: %w", svc, err)
+		}
+		perms, err := n.ServicePermissions(svc)
+		if err != nil {
+			return nil, err
+		}
+		sp := &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: perms.Publish},
+			Subscribe: &server.SubjectPermission{Allow: perms.Subscribe},
+		}
+		if perms.Responses > 0 {
+			sp.Response = &server.ResponsePermission{MaxMsgs: 1, Expires: perms.Responses}
+		}
+		out = append(out, &server.User{Username: n.ServiceUser(svc), Password: string(hash), Permissions: sp})
+	}
+	return out, nil
 }
 
 // slogAdapter routes the NATS server's log to slog (Fatalf is logged, never exits). Its notices

@@ -10,14 +10,19 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/bus/callout"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/store"
@@ -27,9 +32,11 @@ import (
 
 // distDeps are the shared servers of a distributed deployment: a standalone nats-server
 // child process, a fresh MariaDB database and Redis (with a subject prefix of its own, which
-// also prefixes this test's Redis keys).
+// also prefixes this test's Redis keys). The nats-server runs with the authorization block
+// deploy/ runs (`membus keys nats-auth`): the user "membus" with the token, each service's own
+// user with only its permissions, the auth callout for API keys.
 type distDeps struct {
-	natsURL, dsn, redisURL, prefix string
+	natsURL, dsn, redisURL, prefix, token string
 }
 
 func startDistDeps(t *testing.T) distDeps {
@@ -38,9 +45,18 @@ func startDistDeps(t *testing.T) distDeps {
 	dsn := testenv.MySQLDSN(t)
 	redisURL := testenv.RedisURLValue(t)
 
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	prefix := "mbd" + hex.EncodeToString(b)
+	tb := make([]byte, 24)
+	_, _ = rand.Read(tb)
+	token := "tok" + hex.EncodeToString(tb) // a letter first: nats-server parses the variable's value as config
+	conf, env := natsAuthConf(t, prefix, token)
+
 	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(bin, "-js", "-sd", t.TempDir(), "-a", "127.0.0.1", "-p", port)
+	cmd := exec.Command(bin, "-js", "-sd", t.TempDir(), "-a", "127.0.0.1", "-p", port, "-c", conf)
+	cmd.Env = append(os.Environ(), env...)
 	out := &syncBuffer{} // written by exec's copying goroutine while the wait below reads it
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -51,6 +67,17 @@ func startDistDeps(t *testing.T) distDeps {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
+		// A permission the services lack shows here first: the server logs every refused
+		// publish and subscription ("Publish Violation", "Subscription Violation").
+		var violations []string
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.Contains(line, "Violation") {
+				violations = append(violations, line)
+			}
+		}
+		if len(violations) > 0 {
+			t.Errorf("nats-server refused %d operations of the services:\n%s", len(violations), strings.Join(violations, "\n"))
+		}
 	})
 	testenv.Eventually(t, 15*time.Second, 50*time.Millisecond, func() error {
 		select {
@@ -64,9 +91,53 @@ func startDistDeps(t *testing.T) distDeps {
 		}
 		return c.Close()
 	})
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return distDeps{natsURL: "nats://" + addr, dsn: dsn, redisURL: redisURL, prefix: "mbd" + hex.EncodeToString(b)}
+	return distDeps{natsURL: "nats://" + addr, dsn: dsn, redisURL: redisURL, prefix: prefix, token: token}
+}
+
+// natsAuthConf writes a nats-server config holding the generated authorization block for
+// prefix and returns its path and the environment the block reads its secrets from, as
+// deploy/docker-compose.yml gives the NATS nodes.
+func natsAuthConf(t *testing.T, prefix, token string) (string, []string) {
+	t.Helper()
+	names, err := bus.NewNames(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := names.AuthConf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	iss, err := callout.IssuerPublicKey(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{bus.ConfTokenVar + "=" + token, bus.ConfIssuerVar + "=" + iss}
+	for _, svc := range bus.Services {
+		p, err := bus.ServicePassword(token, svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, bus.ConfPasswordVar(svc)+"="+p)
+	}
+	return path, env
+}
+
+// opsConn connects to the deployment's NATS as the user "membus" (the token), as the
+// operator tools do.
+func (d distDeps) opsConn(t *testing.T) *nats.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := bus.Connect(ctx, d.natsURL, d.token, "test-ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }
 
 // startReplica runs every service in-process against the shared servers, as one replica of a
@@ -75,6 +146,7 @@ func startReplica(t *testing.T, d distDeps, instance string) (*app.Env, string) 
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.NATSURL = d.natsURL
+	cfg.NATSToken = d.token
 	cfg.MySQLDSN = d.dsn
 	cfg.RedisURL = d.redisURL
 	cfg.SubjectPrefix = d.prefix

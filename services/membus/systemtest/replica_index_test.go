@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/membus/membus/pkg/bus"
@@ -31,12 +30,18 @@ type serviceProc struct {
 
 // startService runs `membus <name>` against the shared servers with its own data dir (its own
 // local vector index) and ops address, and waits for its /readyz.
-func startService(t *testing.T, d distDeps, name, dataDir string) *serviceProc {
+// It connects to NATS as the service's own user, its password derived from the token (extra
+// flags, such as --nats-password alone, replace the token).
+func startService(t *testing.T, d distDeps, name, dataDir string, extra ...string) *serviceProc {
 	t.Helper()
 	p := &serviceProc{name: name, dataDir: dataDir, httpAddr: freeAddr(t), out: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(membusBinary(t), name, "--data-dir", dataDir, "--http-addr", p.httpAddr, "--embedder", "hash",
+	args := []string{name, "--data-dir", dataDir, "--http-addr", p.httpAddr, "--embedder", "hash",
 		"--nats-url", d.natsURL, "--mysql-dsn", d.dsn, "--redis-url", d.redisURL, "--subject-prefix", d.prefix,
-		"--instance-id", fmt.Sprintf("%s-%d", name, time.Now().UnixNano()%1e6))
+		"--instance-id", fmt.Sprintf("%s-%d", name, time.Now().UnixNano()%1e6)}
+	if len(extra) == 0 {
+		extra = []string{"--nats-token", d.token}
+	}
+	p.cmd = exec.Command(membusBinary(t), append(args, extra...)...)
 	p.cmd.Env = childEnv()
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
@@ -129,11 +134,7 @@ func TestRecallReplicasShareOneIndex(t *testing.T) {
 	recallA := startService(t, d, "recall", dirs["recall-a"])
 	recallB := startService(t, d, "recall", dirs["recall-b"])
 
-	nc, err := nats.Connect(d.natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := d.opsConn(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)

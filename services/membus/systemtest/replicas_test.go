@@ -25,19 +25,20 @@ import (
 )
 
 // startIngestReplica runs one ingest replica (the ingest service and the outbox relay, as
-// `membus ingest` does) in a process environment of its own against the shared servers: its
+// `membus ingest` does, connected as the ingest service's own NATS user) in a process environment of its own against the shared servers: its
 // own NATS connection, SQL pool and Redis client, one of the consumers of the shared durable.
 func startIngestReplica(t *testing.T, d distDeps, instance string) *app.Env {
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.DataDir = t.TempDir()
 	cfg.NATSURL = d.natsURL
+	cfg.NATSToken = d.token
 	cfg.MySQLDSN = d.dsn
 	cfg.RedisURL = d.redisURL
 	cfg.SubjectPrefix = d.prefix
 	cfg.InstanceID = instance
 	ctx, cancel := context.WithCancel(context.Background())
-	env, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	env, err := app.OpenService(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "ingest")
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -115,7 +116,9 @@ func TestThreeIngestReplicas(t *testing.T) {
 	)
 	threshold := contract.MinCommitTokenThreshold
 	pub := replicas[0]
-	pubJS, err := jetstream.New(pub.NC, jetstream.WithPublishAsyncMaxPending(512))
+	// The turns come from a client of the bus (here the operator's user): ingest's own user
+	// may consume turns but not publish them.
+	pubJS, err := jetstream.New(d.opsConn(t), jetstream.WithPublishAsyncMaxPending(512))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +233,7 @@ func TestThreeIngestReplicas(t *testing.T) {
 	r.Close()
 
 	// The commit requests that reached <p>.commits.>, and the outbox rows behind them.
-	onStream := readCommitRequests(ctx, t, pub)
+	onStream := readCommitRequests(ctx, t, d, pub.Names)
 	var outboxRows int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE subject LIKE ?", pub.Names.Prefix+".commits.%").Scan(&outboxRows); err != nil {
 		t.Fatal(err)
@@ -296,7 +299,11 @@ func TestThreeIngestReplicas(t *testing.T) {
 	if wantDups := float64(events / 10 * perEvent); dups != wantDups {
 		t.Errorf("%v duplicate messages counted, want %v", dups, wantDups)
 	}
-	letters, err := bus.ListDLQ(ctx, pub.JS, pub.Names, "", 10)
+	opsJS, err := jetstream.New(d.opsConn(t)) // the operator's `membus dlq ls`: ingest's user reads no DLQ
+	if err != nil {
+		t.Fatal(err)
+	}
+	letters, err := bus.ListDLQ(ctx, opsJS, pub.Names, "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,10 +323,15 @@ func sumTokens(toks []int, from, to int64) int {
 }
 
 // readCommitRequests reads every message of the COMMITS stream (nothing consumes it in this
-// test, so none is gone; the work queue has no gaps) and returns the requests per session in upto order.
-func readCommitRequests(ctx context.Context, t *testing.T, env *app.Env) map[string][]contract.CommitRequest {
+// test, so none is gone; the work queue has no gaps) as the operator's user and returns the
+// requests per session in upto order.
+func readCommitRequests(ctx context.Context, t *testing.T, d distDeps, names bus.Names) map[string][]contract.CommitRequest {
 	t.Helper()
-	st, err := env.JS.Stream(ctx, env.Names.Stream(bus.StreamCommits))
+	js, err := jetstream.New(d.opsConn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, names.Stream(bus.StreamCommits))
 	if err != nil {
 		t.Fatal(err)
 	}

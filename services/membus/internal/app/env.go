@@ -56,16 +56,33 @@ type Env struct {
 	// a recall replica that runs alone with a local index (RunService).
 	Follower *projection.Follower
 
+	// service is the one service this process runs (OpenService), "" for all of them.
+	service string
+	// relayOff: the process's service writes no outbox rows, so it runs no relay.
+	relayOff bool
+
 	mu      sync.Mutex
 	metrics []*metrics.Metrics
 	closers []closer
 }
 
-// Open builds the environment. In embedded mode (no MEMBUS_NATS_URL) it starts the NATS
-// server in the data dir, uses SQLite at <data>/membus.db unless MEMBUS_MYSQL_DSN is set, and
-// in-process locks unless MEMBUS_REDIS_URL is set.
-func Open(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Env, err error) {
-	e := &Env{Config: cfg, Logger: logger}
+// Open builds the environment of every service in one process (`membus up`). In embedded mode
+// (no MEMBUS_NATS_URL) it starts the NATS server in the data dir, uses SQLite at
+// <data>/membus.db unless MEMBUS_MYSQL_DSN is set, and in-process locks unless
+// MEMBUS_REDIS_URL is set. It connects to NATS as bus.ServiceUser (or MEMBUS_NATS_USER).
+func Open(ctx context.Context, cfg config.Config, logger *slog.Logger) (*Env, error) {
+	return open(ctx, cfg, logger, "")
+}
+
+// OpenService builds the environment of one service run alone (`membus ingest`): as Open, but
+// it connects to NATS as the service's own user (bus.Names.ServiceUser, unless
+// MEMBUS_NATS_USER says otherwise) and its outbox relay publishes only the rows that user may.
+func OpenService(ctx context.Context, cfg config.Config, logger *slog.Logger, service string) (*Env, error) {
+	return open(ctx, cfg, logger, service)
+}
+
+func open(ctx context.Context, cfg config.Config, logger *slog.Logger, service string) (_ *Env, err error) {
+	e := &Env{Config: cfg, Logger: logger, service: service}
 	defer func() {
 		if err != nil {
 			e.Close()
@@ -93,7 +110,12 @@ func Open(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *Env, 
 	if err := e.openVectors(ctx); err != nil {
 		return nil, err
 	}
-	e.Relay = bus.NewRelay(e.JS, e.Names, e.Store.Outbox(), bus.RelayConfig{Logger: logger.With("component", "outbox")})
+	rc := bus.RelayConfig{Logger: logger.With("component", "outbox")}
+	if service != "" && e.natsUser() != bus.ServiceUser {
+		rc.Subjects = e.Names.OutboxSubjects(service)
+		e.relayOff = len(rc.Subjects) == 0
+	}
+	e.Relay = bus.NewRelay(e.JS, e.Names, e.Store.Outbox(), rc)
 	return e, nil
 }
 
@@ -108,7 +130,8 @@ func (e *Env) openBus(ctx context.Context) error {
 			}
 			token = t
 		}
-		s, err := embedded.Start(embedded.Config{DataDir: cfg.DataDir, Listen: cfg.NATSListen, Token: token, Auth: cfg.NATSAuth, Sync: cfg.NATSSync, Logger: e.Logger})
+		s, err := embedded.Start(embedded.Config{DataDir: cfg.DataDir, Listen: cfg.NATSListen, Token: token, Auth: cfg.NATSAuth, Sync: cfg.NATSSync,
+			Names: e.Names, Logger: e.Logger})
 		if err != nil {
 			return err
 		}
@@ -119,9 +142,13 @@ func (e *Env) openBus(ctx context.Context) error {
 		e.NATSURL = cfg.NATSURL
 	}
 	e.Config.NATSToken = token
-	nc, err := bus.Connect(ctx, e.NATSURL, token, "membus-"+cfg.InstanceID)
+	opts, err := e.identity(token)
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", e.NATSURL, err)
+		return err
+	}
+	nc, err := bus.Connect(ctx, e.NATSURL, token, "membus-"+cfg.InstanceID, opts...)
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s as %s: %w", e.NATSURL, e.natsUser(), err)
 	}
 	e.NC = nc
 	e.onClose("nats connection", func() error { err := nc.Drain(); nc.Close(); return err })
@@ -140,6 +167,46 @@ func (e *Env) openBus(ctx context.Context) error {
 		return fmt.Errorf("ensure streams: %w", err)
 	}
 	return nil
+}
+
+// natsUser is the NATS user this process connects as: MEMBUS_NATS_USER, else the service's
+// own user when it runs alone, else bus.ServiceUser.
+func (e *Env) natsUser() string {
+	switch {
+	case e.Config.NATSUser != "":
+		return e.Config.NATSUser
+	case e.service != "":
+		return e.Names.ServiceUser(e.service)
+	default:
+		return bus.ServiceUser
+	}
+}
+
+// identity returns the connect options of natsUser: its password is MEMBUS_NATS_PASSWORD,
+// else derived from the token (the token itself for bus.ServiceUser). Without either the
+// process connects as bus.Connect does (a server without auth).
+func (e *Env) identity(token string) ([]nats.Option, error) {
+	user, pass := e.natsUser(), e.Config.NATSPassword
+	if pass == "" && token == "" {
+		return nil, nil
+	}
+	if user == bus.ServiceUser {
+		if pass == "" {
+			return nil, nil // bus.Connect sends the token as ServiceUser's password
+		}
+		return []nats.Option{nats.UserInfo(user, pass)}, nil
+	}
+	if pass == "" {
+		svc := e.Names.ServiceOf(user)
+		if svc == "" {
+			return nil, fmt.Errorf("MEMBUS_NATS_USER %s is no service's user (%s-<service>): set MEMBUS_NATS_PASSWORD too", user, e.Names.Prefix)
+		}
+		var err error
+		if pass, err = bus.ServicePassword(token, svc); err != nil {
+			return nil, err
+		}
+	}
+	return bus.ServiceOptions(user, pass), nil
 }
 
 func (e *Env) openStore(ctx context.Context) error {

@@ -43,7 +43,7 @@ func RunService(ctx context.Context, cfg config.Config, logger *slog.Logger, nam
 		return err
 	}
 	defer lock.Close()
-	env, err := Open(ctx, cfg, logger)
+	env, err := OpenService(ctx, cfg, logger, name)
 	if err != nil {
 		return err
 	}
@@ -70,8 +70,8 @@ func RunService(ctx context.Context, cfg config.Config, logger *slog.Logger, nam
 	return env.RunAll(ctx, run...)
 }
 
-// RunAll runs the services, the outbox relay and the metrics publisher until ctx is done or
-// one of them fails; then it cancels the rest and waits for them to drain.
+// RunAll runs the services, the outbox relay (unless the process's one service writes no
+// outbox rows: the gateway) and the metrics publisher until ctx is done or one of them fails; then it cancels the rest and waits for them to drain.
 func (e *Env) RunAll(ctx context.Context, services ...Runnable) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -90,7 +90,9 @@ func (e *Env) RunAll(ctx context.Context, services ...Runnable) error {
 	for i, s := range services {
 		run(fmt.Sprintf("service %d (%T)", i, s), s.Run)
 	}
-	run("outbox relay", e.Relay.Run)
+	if !e.relayOff {
+		run("outbox relay", e.Relay.Run)
+	}
 	run("metrics publisher", func(ctx context.Context) error { e.PublishMetrics(ctx); return nil })
 	wg.Wait()
 	close(errs)

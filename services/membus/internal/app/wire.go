@@ -215,8 +215,16 @@ func Gateway(env *Env) (*gateway.Service, error) {
 // door of the bus as of HTTP, so its replicas bind API keys to subject permissions. A server
 // in token mode sends no callouts, and the subscription stays idle.
 func (e *Env) serveCallout() error {
-	if e.Config.NATSAuth != "keys" || e.Config.NATSToken == "" {
+	if e.Config.NATSAuth != "keys" {
 		return nil
+	}
+	if e.Config.NATSToken == "" {
+		if e.Config.NATSPassword != "" {
+			// Handed only its password, the gateway could not sign the callout's answers, and
+			// no API key could reach the bus.
+			return errors.New("the gateway needs MEMBUS_NATS_TOKEN (it derives the auth callout's issuer from it), not only MEMBUS_NATS_PASSWORD")
+		}
+		return nil // a server without auth sends no callouts
 	}
 	issuer, err := callout.IssuerFromToken(e.Config.NATSToken)
 	if err != nil {
