@@ -38,8 +38,8 @@ const ResponseWindow = 11 * time.Minute
 // rpcOps are the RPC operations each service serves (bus.RPCServer.Handle): the services
 // register exactly these, so a service user may answer these and no others.
 var rpcOps = map[string][]string{
-	ServiceExtract: {"commit"},
-	ServiceRecall: {"recall", "context", "memories.list", "memories.get", "memories.forget", "session.get",
+	ServiceExtract: {"commit", "memories.import"},
+	ServiceRecall: {"recall", "context", "memories.list", "memories.get", "memories.forget", "memories.export", "session.get",
 		"archive.search", "archive.expand", "stats", "erase"},
 	ServiceSummarizer: {"summary"},
 }
