@@ -6,7 +6,7 @@ MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 TEST_FLAGS ?= -race -count=1 -timeout 15m
 RUN_ARGS ?=
 
-.PHONY: build run test fuzz bench lint fmt clean services model plugin modules deploy-test deploy-images deploy-env scale-bare chaos soak
+.PHONY: build run test fuzz bench lint fmt clean services model plugin modules deploy-test deploy-images deploy-env scale-bare chaos soak vulncheck
 
 # One binary: `membus up` runs everything, `membus <service>` one service. -trimpath and a
 # stripped symbol table (-s -w) keep it small; the version and commit come from the build info.
@@ -82,6 +82,11 @@ deploy-test:
 # table, exit 1 on anything lost, duplicated or leaked (scripts/chaos.sh; CHAOS_DURATION=30s).
 chaos:
 	bash scripts/chaos.sh
+
+# govulncheck over every module against a vulnerability database built from the Go module
+# proxy's golang.org/x/vulndb (scripts/vulncheck.sh says why and how to take newer advisories).
+vulncheck:
+	bash scripts/vulncheck.sh
 
 # `membus up` under a steady load for SOAK_DURATION (10m): RSS, goroutines and open files must
 # stay flat (scripts/soak.sh prints the samples and the rule).

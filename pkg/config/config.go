@@ -30,7 +30,7 @@ const (
 
 // Config is the shared configuration of every service and of the CLI.
 type Config struct {
-	DataDir, HTTPAddr, NATSListen, NATSURL, NATSToken, NATSUser, NATSPassword, NATSAuth, NATSSync, RedisURL, MySQLDSN, QdrantURL, QdrantCollection,
+	DataDir, HTTPAddr, TLSCert, TLSKey, TLSCA, NATSListen, NATSURL, NATSToken, NATSUser, NATSPassword, NATSAuth, NATSSync, RedisURL, MySQLDSN, QdrantURL, QdrantCollection,
 	SubjectPrefix, Embedder, ModelDir, EmbedBaseURL, EmbedModel, EmbedAPIKey, LLMBaseURL, LLMModel,
 	LLMAPIKey, InstanceID, TZ, LogLevel string
 	// LogFormat is "auto" (text on a terminal, JSON otherwise), "text" or "json".
@@ -139,6 +139,9 @@ func (c *Config) fields() []field {
 	return []field{
 		{key: "data_dir", str: &c.DataDir, help: "directory of embedded data (SQLite, JetStream, vectors, models)", doc: "embedded data: NATS store, SQLite, vector index, token"},
 		{key: "http_addr", str: &c.HTTPAddr, help: "HTTP listen address host:port", doc: "HTTP API (and `/healthz`, `/readyz`, `/metrics` for single services)"},
+		{key: "tls_cert", str: &c.TLSCert, help: "PEM certificate (chain) file: serve HTTP and the embedded NATS server over TLS (with tls_key)", doc: "serve the HTTP API (and a service's ops port) and the embedded NATS server over TLS with this certificate chain; with `tls_key`"},
+		{key: "tls_key", str: &c.TLSKey, help: "PEM private key file of tls_cert", doc: "the private key of `tls_cert`"},
+		{key: "tls_ca", str: &c.TLSCA, help: "PEM CA bundle trusted when connecting to NATS over TLS (default: the system's; membus up trusts its own tls_cert)", doc: "CA bundle trusted for NATS over TLS (an external cluster with TLS, or the embedded server's certificate when a private CA signed it); without it the system's roots, and `membus up` and the CLI trust the embedded server's own `tls_cert`"},
 		{key: "nats_listen", str: &c.NATSListen, help: "embedded NATS server listen address host:port", doc: "the embedded NATS server's address"},
 		{key: "nats_url", str: &c.NATSURL, help: "external NATS URL(s), comma-separated; when set, no embedded server", doc: "external NATS; when set, no embedded server"},
 		{key: "nats_token", str: &c.NATSToken, secret: true, help: "NATS auth token", doc: "NATS token (embedded: created at first start in the data dir)", def: "generated"},

@@ -366,3 +366,37 @@ func TestLogFormat(t *testing.T) {
 		})
 	}
 }
+
+func TestTLSKeys(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	for _, p := range []string{cert, key} {
+		if err := os.WriteFile(p, []byte("pem"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string // "" = valid
+	}{
+		{"off", nil, ""},
+		{"cert and key", []string{"--tls-cert", cert, "--tls-key", key}, ""},
+		{"cert alone", []string{"--tls-cert", cert}, "tls_cert and tls_key go together"},
+		{"key alone", []string{"--tls-key", key}, "tls_cert and tls_key go together"},
+		{"missing cert file", []string{"--tls-cert", filepath.Join(dir, "none.pem"), "--tls-key", key}, "MEMBUS_TLS_CERT / --tls-cert"},
+		{"ca", []string{"--tls-ca", cert}, ""},
+		{"missing ca file", []string{"--tls-ca", filepath.Join(dir, "none.pem")}, "MEMBUS_TLS_CA / --tls-ca"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(t, tt.args, nil)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("want valid, got %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("error %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path"
 	"regexp"
 	"strconv"
@@ -72,6 +73,21 @@ func (c Config) Validate() error {
 			if err := checkURL(strings.TrimSpace(u), "nats", "tls", "ws", "wss"); err != nil {
 				bad("nats_url", "%v", err)
 			}
+		}
+	}
+	switch {
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		bad("tls_cert", "tls_cert and tls_key go together: set both (a PEM certificate chain and its key) or neither")
+	case c.TLSCert != "":
+		for _, k := range []struct{ key, path string }{{"tls_cert", c.TLSCert}, {"tls_key", c.TLSKey}} {
+			if _, err := os.Stat(k.path); err != nil {
+				bad(k.key, "%v", err)
+			}
+		}
+	}
+	if c.TLSCA != "" {
+		if _, err := os.Stat(c.TLSCA); err != nil {
+			bad("tls_ca", "%v", err)
 		}
 	}
 	if c.NATSAuth != "keys" && c.NATSAuth != "token" {

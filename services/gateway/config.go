@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -29,6 +30,7 @@ type Config struct {
 	RateLimit             float64       // rate_limit: requests per second per API key (token bucket refill), default config.DefaultRateLimit
 	RateBurst             int           // rate_burst: bucket size per API key, default config.DefaultRateBurst
 	IdempotencyTTL        time.Duration // how long a write's first answer is kept for its Idempotency-Key, 24h
+	TLS                   *tls.Config   // tls_cert, tls_key: serve HTTPS; nil: plain HTTP
 }
 
 // Defaults returns the documented defaults.

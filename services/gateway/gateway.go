@@ -6,6 +6,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -129,6 +130,9 @@ func (s *Service) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: gateway cannot listen on %s (set another with --http-addr or MEMBUS_HTTP_ADDR): %w",
 			ErrListen, s.cfg.Addr, err)
+	}
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
 	srv := &http.Server{
 		Handler:           s.h,

@@ -19,7 +19,7 @@ const configAnnotation = "membus_config"
 // NATS (dlq, tail). The other keys still apply through MEMBUS_* and the --config file.
 var (
 	storeFlags = []string{"config", "data-dir", "mysql-dsn", "log-level", "log-format"}
-	busFlags   = []string{"config", "data-dir", "nats-url", "nats-token", "nats-listen", "subject-prefix"}
+	busFlags   = []string{"config", "data-dir", "nats-url", "nats-token", "nats-listen", "subject-prefix", "tls-ca"}
 )
 
 // withConfig gives cmd the configuration flags (all of them, or only those named) and returns

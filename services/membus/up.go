@@ -101,7 +101,11 @@ func up(cfg config.Config, stdout, stderr io.Writer) int {
 		logger.Warn("the data dir lock file does not name the addresses", "err", err)
 	}
 	fmt.Fprintf(stdout, "membus is up in %d ms (pid %d)\n", time.Since(start).Milliseconds(), os.Getpid())
-	fmt.Fprintf(stdout, "  HTTP API:  http://%s\n", cfg.HTTPAddr)
+	scheme := "http"
+	if env.TLS != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "  HTTP API:  %s://%s\n", scheme, cfg.HTTPAddr)
 	if env.Config.NATSAuth == "token" {
 		fmt.Fprintf(stdout, "  plugin:    MEMBUS_NATS_URL=%s MEMBUS_NATS_TOKEN=%s (--nats-auth token: every holder of the token reads every tenant; development only)\n", env.NATSURL, env.Config.NATSToken)
 	} else {

@@ -5,6 +5,7 @@ package embedded
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -36,7 +37,9 @@ type Config struct {
 	Sync    string // "always" (default) or "interval"
 	// Names are the deployment's subjects, which the service users' permissions name
 	// (AuthKeys only).
-	Names  bus.Names
+	Names bus.Names
+	// TLS, when set, is the server's certificate: every client must then connect over TLS.
+	TLS    *tls.Config
 	Logger *slog.Logger
 }
 
@@ -133,6 +136,9 @@ func Start(cfg Config) (*server.Server, error) {
 			auth = append(auth, u.Username)
 		}
 		opts.AuthCallout = &server.AuthCallout{Issuer: issuer, AuthUsers: auth}
+	}
+	if cfg.TLS != nil {
+		opts.TLSConfig, opts.TLS, opts.TLSTimeout = cfg.TLS, true, 5
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {

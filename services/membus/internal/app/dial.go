@@ -52,7 +52,15 @@ func Dial(ctx context.Context, cfg config.Config, name string) (*nats.Conn, jets
 				"Else pass --nats-url and --nats-token (MEMBUS_NATS_URL, MEMBUS_NATS_TOKEN; `membus up` prints both on its plugin: line): %w", cfg.DataDir, err)
 		}
 	}
-	nc, err := bus.Connect(ctx, url, token, name, nats.MaxReconnects(2))
+	opts := []nats.Option{nats.MaxReconnects(2)}
+	clientTLS, err := NATSClientTLS(cfg)
+	if err != nil {
+		return nil, nil, names, err
+	}
+	if clientTLS != nil {
+		opts = append(opts, nats.Secure(clientTLS))
+	}
+	nc, err := bus.Connect(ctx, url, token, name, opts...)
 	if errors.Is(err, nats.ErrAuthorization) || (err != nil && strings.Contains(strings.ToLower(err.Error()), "authorization")) {
 		return nil, nil, names, fmt.Errorf("connect to NATS at %s: the server refused the token: pass --nats-token / MEMBUS_NATS_TOKEN "+
 			"(`membus up` prints it on its plugin: line), or --data-dir of the running membus up: %w", url, err)

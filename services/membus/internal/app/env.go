@@ -7,6 +7,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -55,6 +56,8 @@ type Env struct {
 	// Follower keeps this process's local index current from the event stream; set only for
 	// a recall replica that runs alone with a local index (RunService).
 	Follower *projection.Follower
+	// TLS is the certificate the HTTP listeners serve (tls_cert, tls_key); nil: plain HTTP.
+	TLS *tls.Config
 
 	// service is the one service this process runs (OpenService), "" for all of them.
 	service string
@@ -94,6 +97,9 @@ func open(ctx context.Context, cfg config.Config, logger *slog.Logger, service s
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("MEMBUS_DATA_DIR %s: %w", cfg.DataDir, err)
 	}
+	if e.TLS, err = ServerTLS(cfg); err != nil {
+		return nil, err
+	}
 	if err := e.openBus(ctx); err != nil {
 		return nil, err
 	}
@@ -131,7 +137,7 @@ func (e *Env) openBus(ctx context.Context) error {
 			token = t
 		}
 		s, err := embedded.Start(embedded.Config{DataDir: cfg.DataDir, Listen: cfg.NATSListen, Token: token, Auth: cfg.NATSAuth, Sync: cfg.NATSSync,
-			Names: e.Names, Logger: e.Logger})
+			Names: e.Names, TLS: e.TLS, Logger: e.Logger})
 		if err != nil {
 			return err
 		}
@@ -145,6 +151,13 @@ func (e *Env) openBus(ctx context.Context) error {
 	opts, err := e.identity(token)
 	if err != nil {
 		return err
+	}
+	clientTLS, err := NATSClientTLS(cfg)
+	if err != nil {
+		return err
+	}
+	if clientTLS != nil {
+		opts = append(opts, nats.Secure(clientTLS))
 	}
 	nc, err := bus.Connect(ctx, e.NATSURL, token, "membus-"+cfg.InstanceID, opts...)
 	if err != nil {

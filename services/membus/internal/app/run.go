@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -146,6 +147,9 @@ func (o opsServer) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (--http-addr / MEMBUS_HTTP_ADDR): %w", o.addr, err)
+	}
+	if o.e.TLS != nil {
+		ln = tls.NewListener(ln, o.e.TLS)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {

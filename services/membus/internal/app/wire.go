@@ -189,6 +189,7 @@ func Summarizer(env *Env) (*summarizer.Service, error) {
 // probes besides it.
 func Gateway(env *Env) (*gateway.Service, error) {
 	cfg := gatewayConfig(env.Config)
+	cfg.TLS = env.TLS
 	m := env.Metrics("gateway")
 	// The figures read from the servers at each scrape and snapshot — JetStream consumer lag,
 	// ack-pending and redelivered counts, stream sizes and DLQ depth, and from SQL the outbox
