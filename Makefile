@@ -29,10 +29,12 @@ test:
 	$(GO) test $(TEST_FLAGS) $(PACKAGES)
 	bash clients/openclaw/scripts/test.sh
 
-# A short, bounded fuzz run of the gateway's request decoders (FUZZTIME=1m for longer).
+# A short, bounded fuzz run of every decoder: the gateway's HTTP request bodies, and every bus
+# payload and RPC request (FUZZTIME=1m for longer).
 FUZZTIME ?= 10s
 fuzz:
 	cd services/gateway && $(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./request
+	cd pkg && $(GO) test -run '^$$' -fuzz FuzzBusPayloads -fuzztime $(FUZZTIME) ./contract
 
 # Go benchmarks of every module (BENCHTIME=2s for steadier numbers).
 BENCHTIME ?= 1s
