@@ -40,8 +40,21 @@ func keysNATSIssuerCommand() *cobra.Command {
   membus keys nats-issuer --data-dir ./data        # the embedded server's (token in ./data/nats.token)`,
 		Args: cli.NoArgs,
 	}
+	withToken(cmd, func(token string) error {
+		pub, err := callout.IssuerPublicKey(token)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), pub)
+		return err
+	})
+	return cmd
+}
+
+// withToken gives cmd the flags that find the deployment's NATS token and runs f with it.
+func withToken(cmd *cobra.Command, f func(token string) error) {
 	load := withConfig(cmd, "config", "data-dir", "nats-token")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	cmd.RunE = func(*cobra.Command, []string) error {
 		cfg, err := load()
 		if err != nil {
 			return cli.Usagef("%v", err)
@@ -50,14 +63,8 @@ func keysNATSIssuerCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		pub, err := callout.IssuerPublicKey(token)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(cmd.OutOrStdout(), pub)
-		return err
+		return f(token)
 	}
-	return cmd
 }
 
 // natsToken is the deployment's NATS token: MEMBUS_NATS_TOKEN, else the one `membus up` keeps
@@ -118,16 +125,7 @@ func keysNATSPasswordsCommand() *cobra.Command {
   membus keys nats-passwords --data-dir ./data      # the embedded server's`,
 		Args: cli.NoArgs,
 	}
-	load := withConfig(cmd, "config", "data-dir", "nats-token")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg, err := load()
-		if err != nil {
-			return cli.Usagef("%v", err)
-		}
-		token, err := natsToken(cfg)
-		if err != nil {
-			return err
-		}
+	withToken(cmd, func(token string) error {
 		for _, svc := range bus.Services {
 			p, err := bus.ServicePassword(token, svc)
 			if err != nil {
@@ -138,7 +136,7 @@ func keysNATSPasswordsCommand() *cobra.Command {
 			}
 		}
 		return nil
-	}
+	})
 	return cmd
 }
 
