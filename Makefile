@@ -23,10 +23,12 @@ run: build
 
 # One `go test` over every module of the workspace (by module path: the root is not a module), so
 # the packages of all modules share go test's parallel slots and a long package of one module
-# overlaps the next module's instead of running alone.
+# overlaps the next module's instead of running alone. deploy/loadtest (the chaos and soak
+# harness) is a module of its own outside the workspace.
 PACKAGES := $(shell $(GO) list -m -f '{{.Path}}/...' 2>/dev/null)
 test:
 	$(GO) test $(TEST_FLAGS) $(PACKAGES)
+	cd deploy/loadtest && GOWORK=off $(GO) test $(TEST_FLAGS) ./...
 	bash clients/openclaw/scripts/test.sh
 
 # A short, bounded fuzz run of every decoder: the gateway's HTTP request bodies, and every bus
