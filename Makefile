@@ -1,6 +1,9 @@
 # membus — run `make run` to start everything embedded, `make test` to run every module's tests.
 SHELL := /bin/bash
 GO ?= go
+# The Go that builds membus: go.work's toolchain line (a machine whose GOTOOLCHAIN is local, as
+# Debian's is, ignores it; scripts/toolchain.sh does the same for the scripts).
+export GOTOOLCHAIN ?= $(shell sed -n 's/^toolchain //p' go.work)
 BIN := bin
 MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 TEST_FLAGS ?= -race -count=1 -timeout 15m
@@ -45,11 +48,15 @@ bench:
 
 # go vet, gofmt, golangci-lint (.golangci.yml) in every module, and deadcode over the workspace
 # (code reachable from no binary and no test). The tools are built once into ~/.cache/membus/tools.
+# golangci-lint runs once over every module (./pkg/... ./services/extract/... from the root, the
+# workspace resolving each): one run per module analysed the shared packages again in each.
+LINT_PATTERNS := $(patsubst $(CURDIR)/%,./%/...,$(MODULES))
 lint:
-	@set -e; for d in $(MODULES); do (cd $$d && $(GO) vet ./...); done
-	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PACKAGES)
+	cd deploy/loadtest && GOWORK=off $(GO) vet ./...
+	@out=$$(gofmt -l $(MODULES) deploy/loadtest); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@set -e; tools=($$(bash scripts/lint-tools.sh)); \
-	for d in $(MODULES); do echo "== golangci-lint $$d"; (cd $$d && $${tools[0]} run ./...); done; \
+	echo "== golangci-lint $(LINT_PATTERNS)"; $${tools[0]} run $(LINT_PATTERNS); \
 	echo "== deadcode"; out=$$($${tools[1]} -test -filter github.com/membus/membus github.com/membus/membus/...); \
 	if [ -n "$$out" ]; then echo "unreachable code:"; echo "$$out"; exit 1; fi
 

@@ -2,6 +2,8 @@ module github.com/membus/membus/pkg
 
 go 1.26.8
 
+toolchain go1.27.3
+
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect

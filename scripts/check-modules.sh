@@ -4,6 +4,7 @@
 # `FIX=1` tidies each module first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh
 fail=0
 for d in $(go list -m -f '{{.Dir}}'); do
   rel=${d#"$PWD"/}

@@ -6,6 +6,7 @@
 # that derived values missing from it are added.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+source "$root/scripts/toolchain.sh"
 cd "$root/deploy"
 
 # keys TOKEN ARGS...: `membus keys ARGS` with the token (go run when Go is here, so never a

@@ -14,6 +14,7 @@
 # DEPLOY_STATE (default /var/tmp/membus-deploy) keeps the debootstrap tree between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh
 ROOT=$PWD
 STATE=${DEPLOY_STATE:-/var/tmp/membus-deploy}
 LOADTEST= ROOTFS_ONLY=

@@ -7,6 +7,7 @@
 # usage: harness-bin.sh DIR   (prints the directory the binaries are in)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh
 if [ -n "${HARNESS_BIN:-}" ] && [ -x "$HARNESS_BIN/membus" ] && [ -x "$HARNESS_BIN/loadtest" ]; then
   echo "$HARNESS_BIN"
   exit 0

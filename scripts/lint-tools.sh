@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the lint tools from the Go module proxy (with this machine's Go, so they understand the
-# go.mod version) into a cache outside the clone, once, and prints their paths: golangci-lint,
+# Builds the lint tools from the Go module proxy (with the Go that builds membus, so they read
+# its standard library) into a cache outside the clone, once, and prints their paths: golangci-lint,
 # then deadcode. `make lint` runs both.
 set -euo pipefail
+source "$(dirname "$0")/toolchain.sh"
 CACHE=${MEMBUS_TOOLS_DIR:-$HOME/.cache/membus/tools}
 
 # tool NAME PACKAGE VERSION: build PACKAGE@VERSION as NAME unless cached; print its path.

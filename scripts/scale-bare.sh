@@ -13,6 +13,7 @@
 # what the fsync per write costs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh
 ROOT=$PWD
 MESSAGES=${1:-20000}
 W=$(mktemp -d /tmp/membus-scale.XXXXXX)

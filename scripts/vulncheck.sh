@@ -15,12 +15,15 @@
 # output names the entry, the module version that fixes it and the call path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/toolchain.sh
 VULNDB_VERSION=${VULNDB_VERSION:-v0.0.0-20261105234957-e22db6528018}
 GOVULNCHECK_VERSION=${GOVULNCHECK_VERSION:-v1.9.0}
 CACHE=${MEMBUS_TOOLS_DIR:-$HOME/.cache/membus/tools}
 mkdir -p "$CACHE"
 
-BIN=$CACHE/govulncheck-$GOVULNCHECK_VERSION
+# Built by the Go that runs it: govulncheck type-checks the standard library of that Go, which a
+# govulncheck built by an older Go cannot read.
+BIN=$CACHE/govulncheck-$GOVULNCHECK_VERSION-$(go env GOVERSION)
 if [ ! -x "$BIN" ]; then
   echo "[vulncheck] building govulncheck $GOVULNCHECK_VERSION (once)" >&2
   tmp=$(mktemp -d)

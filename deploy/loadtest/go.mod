@@ -2,6 +2,8 @@ module github.com/membus/membus/deploy/loadtest
 
 go 1.26.8
 
+toolchain go1.27.3
+
 require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/membus/membus/pkg v0.0.0

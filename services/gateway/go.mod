@@ -2,6 +2,8 @@ module github.com/membus/membus/services/gateway
 
 go 1.26.8
 
+toolchain go1.27.3
+
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/membus/membus/pkg v0.0.0

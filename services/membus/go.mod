@@ -2,6 +2,8 @@ module github.com/membus/membus/services/membus
 
 go 1.26.8
 
+toolchain go1.27.3
+
 require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/membus/membus/pkg v0.0.0

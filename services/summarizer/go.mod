@@ -2,6 +2,8 @@ module github.com/membus/membus/services/summarizer
 
 go 1.26.8
 
+toolchain go1.27.3
+
 require (
 	github.com/membus/membus/pkg v0.0.0
 	github.com/nats-io/nats.go v1.55.0

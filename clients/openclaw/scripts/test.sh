@@ -7,6 +7,7 @@
 set -euo pipefail
 plugin="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 root="$(cd "$plugin/../.." && pwd)"
+source "$root/scripts/toolchain.sh"
 cache="${MEMBUS_CACHE_DIR:-$HOME/.cache/membus}"
 export npm_config_cache="$cache/npm" npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 NODE24_VERSION=24.22.3
