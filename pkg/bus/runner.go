@@ -46,6 +46,9 @@ type RunnerConfig struct {
 	BatchHandler BatchHandler //
 
 	OnOutcome func(outcome string) // optional metrics hook (Outcome* constants)
+	// OnAcked is an optional metrics hook called after each handled batch's successes were
+	// acked, with how many there were and how long acking them (concurrently) took.
+	OnAcked func(acked int, took time.Duration)
 
 	// Additions to the brief.
 	FetchWait    time.Duration // how long one Fetch waits for messages; default 2s (bounds drain time)
@@ -345,7 +348,10 @@ func (r *Runner) handleBatch(ctx context.Context, jms []jetstream.Msg) (outage b
 // when some failed the probes decide between an outage (every failure redelivered, not
 // counted; reported) and the messages' own failures (counted, retried or dead-lettered).
 func (r *Runner) settleBatch(ctx context.Context, ds []delivery, errs []error) (outage bool) {
-	r.ackAll(ctx, ds, errs)
+	start := time.Now()
+	if acked := r.ackAll(ctx, ds, errs); acked > 0 && r.cfg.OnAcked != nil {
+		r.cfg.OnAcked(acked, time.Since(start))
+	}
 	var failed []delivery
 	var failedErrs []error
 	for i, d := range ds {
@@ -453,15 +459,17 @@ func (r *Runner) heartbeat(ds []delivery) (stop func()) {
 
 // ackAll acks the batch's handled messages concurrently: each confirmed ack waits for the
 // server (an fsync with SyncAlways), so one at a time they would cost a batch of 256 as many
-// round trips in a row.
-func (r *Runner) ackAll(ctx context.Context, ds []delivery, errs []error) {
+// round trips in a row. It returns how many it acked (or tried to).
+func (r *Runner) ackAll(ctx context.Context, ds []delivery, errs []error) int {
 	const parallel = 32
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
+	n := 0
 	for i, d := range ds {
 		if errs[i] != nil {
 			continue
 		}
+		n++
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -470,6 +478,7 @@ func (r *Runner) ackAll(ctx context.Context, ds []delivery, errs []error) {
 		}()
 	}
 	wg.Wait()
+	return n
 }
 
 func (r *Runner) ack(ctx context.Context, d delivery) {

@@ -490,9 +490,18 @@ func TestRunnerBatchHandler(t *testing.T) {
 		publishID(t, b, b.n.Turns("acme", "s1"), "m"+strconv.Itoa(i))
 	}
 	publish(t, b, b.n.Turns("acme", "s1"), "bad", []byte("nope"))
+	var acked, ackCalls atomic.Int32
+	onAcked := func(n int, took time.Duration) {
+		if took <= 0 {
+			t.Errorf("OnAcked(%d, %v): no time taken", n, took)
+		}
+		acked.Add(int32(n))
+		ackCalls.Add(1)
+	}
 	startRunner(t, b, RunnerConfig{Service: "ingest", Stream: StreamTurns, BatchHandler: bh, Batch: 64,
-		Probes: []Probe{{Name: "sql", Check: store.probe}}})
+		Probes: []Probe{{Name: "sql", Check: store.probe}}, OnAcked: onAcked})
 	eventually(t, 10*time.Second, "stored", func() bool { return store.total() == 10 })
+	eventually(t, 10*time.Second, "acks reported", func() bool { return acked.Load() == 10 })
 	var dls []DeadLetter
 	eventually(t, 10*time.Second, "bad payload dead-lettered", func() bool { dls = listDLQ(t, b); return len(dls) == 1 })
 	if dls[0].PayloadText != "nope" {
@@ -500,6 +509,9 @@ func TestRunnerBatchHandler(t *testing.T) {
 	}
 	if got := batches.Load(); got > 3 {
 		t.Errorf("%d batches for 11 queued messages, want them batched", got)
+	}
+	if calls := ackCalls.Load(); calls > batches.Load() {
+		t.Errorf("OnAcked called %d times for %d batches, want at most once a batch", calls, batches.Load())
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/metrics"
+	"github.com/membus/membus/pkg/stages"
 	"github.com/membus/membus/pkg/store"
 )
 
@@ -231,12 +232,24 @@ redis.call('PEXPIRE', KEYS[4], ARGV[1])
 return 1
 `
 
+// Stages of the cached ApplyTurns after its SQL transaction (store.StageSQLBegin …), timed
+// into the stages.Timer its context carries (if any).
+const (
+	// StageRedisCache brings the hot cache of each session the batch touched up to SQL: the
+	// generation bumps, the reads of the new tail from SQL and the apply scripts.
+	StageRedisCache = "redis_cache"
+	// StageRedisDedup sets the dedup key of every message of the batch (one pipeline).
+	StageRedisDedup = "redis_dedup"
+)
+
 // ApplyTurns writes SQL first, then the cache, then the dedup keys.
 func (c *cachedStore) ApplyTurns(ctx context.Context, trigger store.Trigger, turns []store.Turn) ([]store.ApplyResult, error) {
 	res, err := c.sql.ApplyTurns(ctx, trigger, turns)
 	if err != nil {
 		return nil, err
 	}
+	tm := stages.FromContext(ctx)
+	start := time.Now()
 	cctx, cancel := cacheCtx(ctx)
 	defer cancel()
 	seen := map[string]bool{}
@@ -250,7 +263,9 @@ func (c *cachedStore) ApplyTurns(ctx context.Context, trigger store.Trigger, tur
 		touched = append(touched, k)
 	}
 	c.syncAfterWrite(cctx, touched)
+	start = tm.Since(StageRedisCache, start)
 	c.setDedup(cctx, turns, res)
+	tm.Since(StageRedisDedup, start)
 	return res, nil
 }
 

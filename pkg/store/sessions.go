@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/membus/membus/pkg/stages"
 )
 
 // Session is a session row.
@@ -98,6 +100,26 @@ type Pending struct {
 // commits.
 type Trigger func(p Pending) (requestedUpto int64, entries []OutboxEntry, err error)
 
+// Stages of ApplyTurns, timed into the stages.Timer its context carries (if any). They
+// partition the call's time but for the sort of the batch.
+const (
+	// StageSQLBegin is BEGIN, with the wait for a pooled connection and for the write lock
+	// (SQLite's BEGIN IMMEDIATE), and the pause before retrying a conflicting transaction.
+	StageSQLBegin = "sql_begin"
+	// StageSQLSessions is the session rows: the tombstone check, the insert-or-ignore and
+	// locked read of each session the batch touches (MySQL row-lock waits included), and the
+	// update that writes it back.
+	StageSQLSessions = "sql_sessions"
+	// StageSQLMessages is the message inserts, one statement per message; a duplicate is
+	// dropped here by the unique key.
+	StageSQLMessages = "sql_messages"
+	// StageOutbox is the commit trigger of each session the batch touched: the sum of its
+	// unrequested tokens, the decision and, when it fires, the outbox row.
+	StageOutbox = "outbox"
+	// StageSQLCommit is COMMIT (on a durable database, the fsync).
+	StageSQLCommit = "sql_commit"
+)
+
 // ApplyTurns stores a batch of turns in one transaction: messages deduplicated on
 // (account, session, message_id) by the unique key, seq assigned per session, pending tokens
 // and the applied TURNS stream seq updated, and for each session the trigger's outbox entries
@@ -116,6 +138,7 @@ func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) (
 		return ta.SessionID < tb.SessionID
 	})
 	var results []ApplyResult
+	tm := stages.FromContext(ctx)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		results = make([]ApplyResult, len(turns))
 		var cur *Session
@@ -124,7 +147,7 @@ func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) (
 			if cur == nil || curTomb {
 				return nil
 			}
-			return s.finishSession(ctx, tx, trigger, cur, turns, order, results)
+			return s.finishSession(ctx, tx, tm, trigger, cur, turns, order, results)
 		}
 		for _, i := range order {
 			t := turns[i]
@@ -132,6 +155,7 @@ func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) (
 				if err := flush(); err != nil {
 					return err
 				}
+				start := time.Now()
 				tomb, err := s.tombstonedTx(ctx, tx, t.AccountID, t.UserID, t.SessionID)
 				if err != nil {
 					return err
@@ -139,6 +163,7 @@ func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) (
 				curTomb = tomb
 				if tomb {
 					// An erased session is not re-created, not even as an empty row.
+					tm.Since(StageSQLSessions, start)
 					cur = &Session{AccountID: t.AccountID, SessionID: t.SessionID}
 					results[i].Tombstoned = true
 					continue
@@ -147,6 +172,7 @@ func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) (
 				if err != nil {
 					return err
 				}
+				tm.Since(StageSQLSessions, start)
 			}
 			if curTomb {
 				results[i].Tombstoned = true
@@ -162,6 +188,7 @@ func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) (
 			if t.StreamSeq > uint64(cur.AppliedTurnsSeq) {
 				cur.AppliedTurnsSeq = int64(t.StreamSeq)
 			}
+			start := time.Now()
 			for _, m := range t.Messages {
 				res, err := tx.ExecContext(ctx, s.insertIgnore()+` messages
 					(account_id, session_id, seq, message_id, event_id, position, role, name, content, parts, tokens, created_us)
@@ -181,6 +208,7 @@ func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) (
 				cur.MessageCount++
 				cur.PendingTokens += int64(m.Tokens)
 			}
+			tm.Since(StageSQLMessages, start)
 		}
 		return flush()
 	})
@@ -191,7 +219,8 @@ func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) (
 }
 
 // finishSession asks the trigger about the session and writes the session row back.
-func (s *Store) finishSession(ctx context.Context, tx *sql.Tx, trigger Trigger, cur *Session, turns []Turn, order []int, results []ApplyResult) error {
+func (s *Store) finishSession(ctx context.Context, tx *sql.Tx, tm *stages.Timer, trigger Trigger, cur *Session, turns []Turn, order []int, results []ApplyResult) error {
+	start := time.Now()
 	if trigger != nil && cur.NextSeq-1 > cur.CommitRequestedUpto {
 		var unrequested sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT SUM(tokens) FROM messages WHERE account_id = ? AND session_id = ? AND seq > ? AND archive_id IS NULL`,
@@ -219,11 +248,13 @@ func (s *Store) finishSession(ctx context.Context, tx *sql.Tx, trigger Trigger, 
 			}
 		}
 	}
+	start = tm.Since(StageOutbox, start)
 	_, err := tx.ExecContext(ctx, `UPDATE sessions SET next_seq = ?, message_count = ?, pending_tokens = ?,
 		commit_requested_upto = ?, applied_turns_seq = ?, commit_threshold = ?, keep_recent = ?, idle_since_us = ?, updated_us = ?
 		WHERE account_id = ? AND session_id = ?`,
 		cur.NextSeq, cur.MessageCount, cur.PendingTokens, cur.CommitRequestedUpto, cur.AppliedTurnsSeq,
 		nullInt(cur.CommitThreshold), nullInt(cur.KeepRecent), unixMicro(cur.IdleSince), s.nowUS(), cur.AccountID, cur.SessionID)
+	tm.Since(StageSQLSessions, start)
 	return err
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/membus/membus/pkg/stages"
 )
 
 // Dialects.
@@ -167,11 +169,13 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 			return err
 		}
 		d := time.Duration(1+rand.IntN(10*(i+1))) * time.Millisecond
+		wait := time.Now()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(d):
 		}
+		stages.FromContext(ctx).Since(StageSQLBegin, wait)
 	}
 	return err
 }
@@ -184,7 +188,10 @@ func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if s.dialect == MySQL {
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
+	tm := stages.FromContext(ctx)
+	start := time.Now()
 	tx, err := s.db.BeginTx(ctx, opts)
+	tm.Since(StageSQLBegin, start)
 	if err != nil {
 		return err
 	}
@@ -192,5 +199,8 @@ func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		_ = tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	start = time.Now()
+	err = tx.Commit()
+	tm.Since(StageSQLCommit, start)
+	return err
 }

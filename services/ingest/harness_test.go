@@ -16,6 +16,7 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/metrics"
+	"github.com/membus/membus/pkg/session"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/testenv"
 	"github.com/membus/membus/services/ingest"
@@ -69,6 +70,8 @@ type harness struct {
 	names bus.Names
 	st    *store.Store
 	m     *metrics.Metrics
+	// sessions is what start hands ingest as Deps.Sessions (nil: SQL only).
+	sessions session.Store
 }
 
 func newHarness(t *testing.T, st *store.Store) *harness {
@@ -91,7 +94,7 @@ func newHarness(t *testing.T, st *store.Store) *harness {
 func (h *harness) start(cfg ingest.Config) {
 	h.t.Helper()
 	svc, err := ingest.New(cfg, ingest.Deps{
-		JS: h.js, Names: h.names, Store: h.st, Metrics: h.m,
+		JS: h.js, Names: h.names, Store: h.st, Sessions: h.sessions, Metrics: h.m,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/metrics"
 	"github.com/membus/membus/pkg/session"
+	"github.com/membus/membus/pkg/stages"
 	"github.com/membus/membus/pkg/store"
 )
 
@@ -85,6 +86,7 @@ type Service struct {
 	capture                                                       *Capturer
 	stored, duplicates, skipped, commits, idleCommits, redactions func(float64)
 	batchLatency                                                  func(float64)
+	stages                                                        stageMetrics
 }
 
 // New builds the service and its durable consumer.
@@ -111,6 +113,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	s.commits = m.Counter("ingest_commit_requests_total", "Commit requests queued by the threshold.").Add
 	s.idleCommits = m.Counter("ingest_idle_commit_requests_total", "Commit requests queued for sessions idle longer than idle_commit.").Add
 	s.batchLatency = m.Histogram("ingest_batch_seconds", "Time to store one fetched batch.").Observe
+	s.stages = newStageMetrics(m)
 	outcomes := m.CounterVec("ingest_outcomes_total", "Runner outcomes per message.", "outcome")
 	probes := append([]bus.Probe{{Name: "sql", Check: deps.Store.Ping}}, deps.Probes...)
 	for range max(cfg.Workers, 1) {
@@ -118,6 +121,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 			Service: "ingest", Stream: bus.StreamTurns, Batch: cfg.Batch, MaxFailures: cfg.MaxFailures,
 			Probes: probes, Logger: deps.Logger, BatchHandler: s.handleBatch,
 			OnOutcome: func(o string) { outcomes.WithLabelValues(o).Inc() },
+			OnAcked:   s.stages.acked,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("ingest consumer: %w", err)
@@ -181,23 +185,43 @@ func (s *Service) sweepIdle(ctx context.Context) {
 	}
 }
 
-// handleBatch decodes every message, rejects the bad ones permanently (the rest of the batch
-// still lands) and stores the good ones in one transaction.
+// handleBatch stores one fetched batch (storeBatch) and records the time it took per stage
+// (stages.go).
 func (s *Service) handleBatch(ctx context.Context, msgs []*bus.Msg) []error {
+	start := time.Now()
+	tm := &stages.Timer{}
+	errs := s.storeBatch(stages.NewContext(ctx, tm), tm, msgs)
+	s.stages.observe(tm, time.Since(start))
+	return errs
+}
+
+// storeBatch decodes every message, rejects the bad ones permanently (the rest of the batch
+// still lands) and stores the good ones in one transaction. The stages it and the stores do
+// are timed into tm.
+func (s *Service) storeBatch(ctx context.Context, tm *stages.Timer, msgs []*bus.Msg) []error {
 	start := time.Now()
 	errs := make([]error, len(msgs))
 	var turns []store.Turn
 	var idx []int
 	for i, m := range msgs {
-		t, skip, err := s.decode(m)
+		t0 := time.Now()
+		ev, skip, err := s.decode(m)
+		t0 = tm.Since(StageDecode, t0)
 		switch {
 		case err != nil:
 			errs[i] = bus.Permanent(err)
 		case skip:
 			s.skipped(1)
 		default:
+			t, ok := s.turn(ev, m.StreamSeq)
+			t0 = tm.Since(StageRedact, t0)
+			if !ok {
+				s.skipped(1)
+				continue
+			}
 			if m.NumDelivered > 1 {
 				t.Messages = s.unseen(ctx, t)
+				tm.Since(StageDedupCheck, t0)
 			}
 			turns = append(turns, t)
 			idx = append(idx, i)
@@ -247,19 +271,19 @@ func (s *Service) unseen(ctx context.Context, t store.Turn) []store.Message {
 	return out
 }
 
-// decode validates one TurnEvent against its subject and turns it into a store.Turn.
-func (s *Service) decode(m *bus.Msg) (store.Turn, bool, error) {
+// decode validates one TurnEvent against its subject; skip is set for an event nothing is
+// stored of (a heartbeat, a bypassed session).
+func (s *Service) decode(m *bus.Msg) (ev contract.TurnEvent, skip bool, err error) {
 	// encoding/json silently turns invalid UTF-8 into U+FFFD, so the raw payload is checked
 	// first: such text would otherwise be stored altered instead of dead-lettered.
 	if !utf8.Valid(m.Data) {
-		return store.Turn{}, false, fmt.Errorf("%w: payload is not valid UTF-8", contract.ErrInvalid)
+		return ev, false, fmt.Errorf("%w: payload is not valid UTF-8", contract.ErrInvalid)
 	}
-	var ev contract.TurnEvent
 	if err := json.Unmarshal(m.Data, &ev); err != nil {
-		return store.Turn{}, false, fmt.Errorf("decode turn event: %w", err)
+		return ev, false, fmt.Errorf("decode turn event: %w", err)
 	}
 	if err := ev.Validate(); err != nil {
-		return store.Turn{}, false, err
+		return ev, false, err
 	}
 	if ev.Source == contract.SourceOpenClaw {
 		// OpenClaw's ids are mapped to storage ids exactly as OpenViking's plugin does (docs/design.md §3);
@@ -268,17 +292,24 @@ func (s *Service) decode(m *bus.Msg) (store.Turn, bool, error) {
 		ev.AgentID = contract.OpenClawAgentID(ev.SessionKey, ev.AgentID, s.cfg.AgentPrefix)
 	}
 	if ev.AccountID != m.Account {
-		return store.Turn{}, false, fmt.Errorf("account_id %q disagrees with the subject's account %q", ev.AccountID, m.Account)
+		return ev, false, fmt.Errorf("account_id %q disagrees with the subject's account %q", ev.AccountID, m.Account)
 	}
 	if bus.SessionToken(ev.SessionID) != m.SessionToken {
-		return store.Turn{}, false, fmt.Errorf("session_id %q disagrees with the subject's session token %q", ev.SessionID, m.SessionToken)
+		return ev, false, fmt.Errorf("session_id %q disagrees with the subject's session token %q", ev.SessionID, m.SessionToken)
 	}
 	if ev.Turn.IsHeartbeat || bypassed(ev.SessionID, s.cfg.BypassSessionPatterns) {
-		return store.Turn{}, true, nil
+		return ev, true, nil
 	}
+	return ev, false, nil
+}
+
+// turn renders a decoded event into a store.Turn: the messages after the host's pre-prompt,
+// each captured (injected blocks stripped, secrets redacted). ok is false when no message is
+// left to store.
+func (s *Service) turn(ev contract.TurnEvent, streamSeq uint64) (store.Turn, bool) {
 	t := store.Turn{
 		AccountID: ev.AccountID, UserID: ev.UserID, AgentID: ev.AgentID, SessionID: ev.SessionID,
-		SessionKey: ev.SessionKey, EventID: ev.EventID, StreamSeq: m.StreamSeq, KeepRecent: ev.Turn.KeepRecent,
+		SessionKey: ev.SessionKey, EventID: ev.EventID, StreamSeq: streamSeq, KeepRecent: ev.Turn.KeepRecent,
 	}
 	if th := ev.Turn.CommitTokenThreshold; th != nil {
 		t.Threshold = clamp(*th, contract.MinCommitTokenThreshold, contract.MaxCommitTokenThreshold)
@@ -295,10 +326,7 @@ func (s *Service) decode(m *bus.Msg) (store.Turn, bool, error) {
 		}
 		t.Messages = append(t.Messages, sm)
 	}
-	if len(t.Messages) == 0 {
-		return store.Turn{}, true, nil
-	}
-	return t, false, nil
+	return t, len(t.Messages) > 0
 }
 
 func clamp(v, lo, hi int) int {

@@ -141,6 +141,7 @@ func benchIngest(ctx context.Context, mode string, rb harness.Backend, p ingestP
 		name:    "membus",
 		subject: func(s int) string { return env.Names.Turns(account, sessions[s]) },
 		counts:  counts,
+		stages:  func() (stageSample, error) { return readStages(env) },
 	}
 	floor, stopFloor, err := startFloor(ctx, env, sessions, p.perEvent)
 	if err != nil {
@@ -233,6 +234,8 @@ type ingestTarget struct {
 	subject func(session int) string
 	// counts fills in, per session, the messages that have landed so far.
 	counts func(ctx context.Context, into []int64) error
+	// stages reads where ingest's time went so far (nil: the target has no stages).
+	stages func() (stageSample, error)
 }
 
 // sqlCounts reads every bench session's message_count: one indexed query over ≤ sessions rows.
@@ -329,6 +332,13 @@ func measureTarget(ctx context.Context, js jetstream.JetStream, gen *eventGen, t
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
+	var before stageSample
+	if t.stages != nil {
+		var err error
+		if before, err = settledStages(ctx, t.stages, p.warmup); err != nil {
+			return fmt.Errorf("before throughput: %w", err)
+		}
+	}
 	var elapsed time.Duration
 	if err := pipelined(ctx, js, gen, t, p, p.events, t.name+" throughput", &elapsed); err != nil {
 		return fmt.Errorf("throughput: %w", err)
@@ -336,6 +346,16 @@ func measureTarget(ctx context.Context, js jetstream.JetStream, gen *eventGen, t
 	out.Elapsed, out.Ops, out.Msgs = elapsed, p.events*p.perEvent, p.events*p.perEvent
 	fmt.Fprintf(p.notes, "%s sync=%s %s: %d events × %d messages over %d sessions, %d in flight: %.0f msg/s\n",
 		p.backend, out.Sync, t.name, p.events, p.perEvent, n, p.inflight, out.MsgsPerSec())
+	if t.stages != nil {
+		after, err := settledStages(ctx, t.stages, p.warmup+p.events)
+		if err != nil {
+			return fmt.Errorf("after throughput: %w", err)
+		}
+		b := newStageBreakdown(before, after, out.Msgs, elapsed)
+		if err := b.write(p.notes, fmt.Sprintf("%s sync=%s %s throughput", p.backend, out.Sync, t.name)); err != nil {
+			return err
+		}
+	}
 
 	lats, err := paced(ctx, js, gen, t, p)
 	if err != nil {

@@ -3,10 +3,12 @@ package benches
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/membus/membus/pkg/testenv"
+	"github.com/membus/membus/services/ingest"
 )
 
 // tinyIngestBench are flags small enough for a test: the point is that the command keeps
@@ -49,12 +51,74 @@ func checkIngestLines(t *testing.T, out, backend string, modes ...string) {
 	}
 }
 
+// stageTables parses the stage breakdowns `membus bench ingest` prints on stderr: per table,
+// seconds by row name.
+func stageTables(out string) []map[string]float64 {
+	var tables []map[string]float64
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "where ingest's time went") {
+			tables = append(tables, map[string]float64{})
+			continue
+		}
+		f := strings.Fields(line)
+		if len(tables) == 0 || len(f) < 4 || !strings.HasSuffix(f[len(f)-2], "%") {
+			continue
+		}
+		if secs, err := strconv.ParseFloat(f[len(f)-3], 64); err == nil {
+			tables[len(tables)-1][strings.Join(f[:len(f)-3], " ")] = secs
+		}
+	}
+	return tables
+}
+
+// checkStageBreakdown checks the stage breakdown of each sync mode's membus throughput phase:
+// every stage the backend goes through took time, the others none, and the stages inside the
+// handler add up to about its time: at least 90 %, and never more (rounding aside).
+func checkStageBreakdown(t *testing.T, stderr string, redis bool, modes int) {
+	t.Helper()
+	tables := stageTables(stderr)
+	if len(tables) != modes {
+		t.Fatalf("%d stage breakdowns, want %d (one per sync mode):\n%s", len(tables), modes, stderr)
+	}
+	for i, rows := range tables {
+		handler := rows["handler"]
+		if handler <= 0 || rows["ack (after the handler)"] <= 0 {
+			t.Errorf("table %d: handler %v s, ack %v s, want both positive:\n%s", i, handler, rows["ack (after the handler)"], stderr)
+		}
+		inside := rows["other"]
+		for _, st := range ingest.Stages() {
+			if st == ingest.StageAck {
+				continue
+			}
+			secs, ok := rows[st]
+			if !ok {
+				t.Errorf("table %d: no row for stage %s:\n%s", i, st, stderr)
+			}
+			inside += secs
+			switch runs := st != ingest.StageDedupCheck && (redis || !strings.HasPrefix(st, "redis_")); {
+			case runs && secs <= 0:
+				t.Errorf("table %d: stage %s took %v s, want time", i, st, secs)
+			case !runs && secs != 0:
+				t.Errorf("table %d: stage %s took %v s, want none (never reached on this backend and run)", i, st, secs)
+			}
+		}
+		const rounding = 0.0001 * 12 // every row is printed to 0.1 ms
+		if other := rows["other"]; other < -rounding || other > 0.1*handler {
+			t.Errorf("table %d: %v s of %v s handler time in no stage, want 0–10 %%:\n%s", i, other, handler, stderr)
+		}
+		if d := inside - handler; d > rounding || d < -rounding {
+			t.Errorf("table %d: stages and other sum to %v s, handler %v s", i, inside, handler)
+		}
+	}
+}
+
 func TestBenchIngestEmbedded(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(append([]string{"bench", "ingest", "--json"}, tinyIngestBench...), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	checkIngestLines(t, stdout.String(), "embedded", "always", "interval")
+	checkStageBreakdown(t, stderr.String(), false, 2)
 	if strings.Contains(stderr.String(), "\r") {
 		t.Errorf("progress bar drawn into a non-terminal stderr: %q", stderr.String())
 	}
@@ -87,6 +151,7 @@ func TestBenchIngestReal(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	checkIngestLines(t, stdout.String(), "real", "interval")
+	checkStageBreakdown(t, stderr.String(), true, 1)
 }
 
 func TestBenchIngestBadUsage(t *testing.T) {
