@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -106,10 +107,24 @@ func up(cfg config.Config, stdout, stderr io.Writer) int {
 		scheme = "https"
 	}
 	fmt.Fprintf(stdout, "  HTTP API:  %s://%s\n", scheme, cfg.HTTPAddr)
+	// Over TLS the plugin must trust the server's certificate: tls_ca when one signed it, else
+	// the certificate itself (self-signed).
+	tlsCA := ""
+	if env.TLS != nil {
+		tlsCA = cmp.Or(cfg.TLSCA, cfg.TLSCert)
+	}
 	if env.Config.NATSAuth == "token" {
-		fmt.Fprintf(stdout, "  plugin:    MEMBUS_NATS_URL=%s MEMBUS_NATS_TOKEN=%s (--nats-auth token: every holder of the token reads every tenant; development only)\n", env.NATSURL, env.Config.NATSToken)
+		tlsEnv := ""
+		if tlsCA != "" {
+			tlsEnv = " MEMBUS_NATS_TLS_CA=" + tlsCA
+		}
+		fmt.Fprintf(stdout, "  plugin:    MEMBUS_NATS_URL=%s%s MEMBUS_NATS_TOKEN=%s (--nats-auth token: every holder of the token reads every tenant; development only)\n", env.NATSURL, tlsEnv, env.Config.NATSToken)
 	} else {
-		fmt.Fprintf(stdout, "  plugin:    openclaw membus setup --nats-url %s --api-key \"$(membus keys create --account default --role admin --name openclaw)\"\n", env.NATSURL)
+		tlsFlag := ""
+		if tlsCA != "" {
+			tlsFlag = " --nats-tls-ca " + tlsCA
+		}
+		fmt.Fprintf(stdout, "  plugin:    openclaw membus setup --nats-url %s%s --api-key \"$(membus keys create --account default --role admin --name openclaw)\"\n", env.NATSURL, tlsFlag)
 	}
 	fmt.Fprintf(stdout, "  data dir:  %s\n", cfg.DataDir)
 	if err := <-done; err != nil {

@@ -35,6 +35,7 @@ export function registerMembusCli(ctx) {
   root.command("setup")
     .description("Write the membus plugin config, select it as the context engine and check the connection")
     .option("--nats-url <url>", "membus NATS URL (membus up prints it)", "nats://127.0.0.1:4222")
+    .option("--nats-tls-ca <file>", "PEM CA bundle trusted for NATS over TLS (membus up with --tls-cert prints it)")
     .option("--api-key <key>", "membus API key (admin role, of --account), or an environment reference such as '${MEMBUS_API_KEY}'")
     .option("--token <token>", "NATS token of a membus in token mode (development only), or an environment reference such as '${MEMBUS_NATS_TOKEN}'")
     .option("--token-file <path>", "read the token from this file (membus up keeps it in <data dir>/nats.token)")
@@ -94,7 +95,7 @@ export function setupEntry(opts) {
     if (!tok) throw new Error(`--token-file ${opts.tokenFile} is empty`);
     entry.token = tok;
   }
-  for (const [opt, key] of [["account", "account"], ["user", "user"], ["subjectPrefix", "subjectPrefix"]]) {
+  for (const [opt, key] of [["account", "account"], ["user", "user"], ["subjectPrefix", "subjectPrefix"], ["natsTlsCa", "natsTlsCa"]]) {
     if (opts[opt]) entry[key] = String(opts[opt]);
   }
   // A ${VAR} reference is written as given: OpenClaw substitutes it when it loads its config.
@@ -135,6 +136,7 @@ function redactEntry(entry) {
  * @property {boolean} ok membus answered
  * @property {string} natsUrl
  * @property {string} auth apiKey | token | credentials | user | none
+ * @property {string} tls off | system roots | the CA file's path
  * @property {string} account
  * @property {string} user
  * @property {string} subjectPrefix
@@ -163,6 +165,7 @@ export async function status(ocConfig, env, transportFor, override, session) {
     ok: false,
     natsUrl: config.natsUrl,
     auth: config.apiKey ? "apiKey" : config.credentials ? "credentials" : config.token ? "token" : config.natsUser ? "user" : "none",
+    tls: config.natsTlsCa ?? (/(^|,)\s*tls:\/\//.test(config.natsUrl) ? "system roots" : "off"),
     account: config.account,
     user: config.user,
     subjectPrefix: config.subjectPrefix,
@@ -201,7 +204,7 @@ export async function status(ocConfig, env, transportFor, override, session) {
 export function formatStatus(r) {
   const lines = [
     `membus:   ${r.ok ? `reachable (${r.latencyMs} ms)` : `NOT reachable: ${r.error}`}`,
-    `  NATS:   ${r.natsUrl} (auth: ${r.auth})`,
+    `  NATS:   ${r.natsUrl} (auth: ${r.auth}, TLS: ${r.tls})`,
     `  tenant: account ${r.account}, user ${r.user}, subject prefix ${r.subjectPrefix}`,
     `  slots:  contextEngine ${r.contextEngineSlot ?? "(default)"}${r.contextEngineSlot === "membus" ? "" : " — run `openclaw membus setup` to select membus"}, memory ${r.memorySlot ?? "(default: memory-core)"}`,
   ];

@@ -11,6 +11,7 @@
  * @property {string} [credentials] path of a NATS .creds file
  * @property {string} [natsUser] NATS user name (with natsPassword)
  * @property {string} [natsPassword]
+ * @property {string} [natsTlsCa] PEM CA bundle trusted for NATS over TLS (a tls:// URL alone trusts the system's roots)
  * @property {string} subjectPrefix
  * @property {string} account
  * @property {string} user membus user the turns and memories belong to
@@ -137,6 +138,7 @@ export function resolveConfig(raw, env = process.env) {
     credentials: str("credentials", env.MEMBUS_NATS_CREDS, "") || undefined,
     natsUser: str("natsUser", undefined, "") || undefined,
     natsPassword: str("natsPassword", undefined, "") || undefined,
+    natsTlsCa: str("natsTlsCa", env.MEMBUS_NATS_TLS_CA, "") || undefined,
     subjectPrefix,
     account,
     user: str("user", env.MEMBUS_USER, DEFAULTS.user),

@@ -107,6 +107,10 @@ export function createNatsTransport(config, logger, opts = {}) {
         } else if (config.token) o.token = config.token;
         if (config.natsUser) { o.user = config.natsUser; o.pass = config.natsPassword ?? ""; }
         if (config.credentials) o.authenticator = credsAuthenticator(new Uint8Array(readFileSync(config.credentials)));
+        // TLS when a CA is given or a URL asks for it (tls://); an empty tls object means the
+        // system's roots. A plain nats:// URL to a TLS server then upgrades too.
+        if (config.natsTlsCa) o.tls = { caFile: config.natsTlsCa };
+        else if (/(^|,)\s*tls:\/\//.test(config.natsUrl)) o.tls = {};
         try {
           const c = await connect(o);
           nc = c;

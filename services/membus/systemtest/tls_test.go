@@ -85,6 +85,10 @@ func TestTLS(t *testing.T) {
 	if !strings.Contains(p.stdout.String(), "HTTP API:  https://"+p.httpAddr) {
 		t.Errorf("the ready lines do not name the HTTPS API:\n%s", p.stdout.String())
 	}
+	// No tls_ca: the plugin is told to trust the served certificate itself.
+	if !strings.Contains(p.stdout.String(), "--nats-tls-ca "+certFile+" --api-key ") {
+		t.Errorf("the plugin's setup line does not name the certificate to trust (%s):\n%s", certFile, p.stdout.String())
+	}
 
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
