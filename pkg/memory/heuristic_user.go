@@ -44,6 +44,7 @@ var (
 	reDecision    = regexp.MustCompile(`(?i)\b(?:we|i)(?:'ve|\s+have)?\s+(?:finally\s+|just\s+|all\s+)?(?:decided|agreed|chose|settled on|opted)\b|\b(?:we|i)(?:'ll|\s+will|'re|\s+are|'m|\s+am)\s+(?:going with|go with|sticking with)\b|\blet's (?:go with|use|stick with)\b|\bthe decision is\b`)
 	reTask        = regexp.MustCompile(`(?i)\b(?:remind me to|i need to|i have to|i must|i've got to|i gotta|i should|i still need to|don't forget to|do not forget to)\s+(.+)|^(?:todo|to-do|to do|task)\s*:\s*(.+)`)
 	reIntent      = regexp.MustCompile(`(?i)\b(?:i plan to|i'm planning to|i am planning to|i'm going to|i am going to|i want to|i'd like to|i will|i'll|we're going to|we will|we'll|i hope to)\s+(.+)`)
+	reValueFirst  = regexp.MustCompile(`^(?:.*,\s+)?([\w'&-]+(?:\s+[\w'&-]+){0,3})\s+(?i:is|are|was)\s+(?i:(?:(?:` + adverbs + `|also)\s+)*)((?i:my)\s+[a-z][a-z' -]{1,40}?)\s*[.!]*$`)
 	reFirstPerson = regexp.MustCompile(`(?i)\b(i|i'm|i've|i'd|i'll|my|me|mine|we|we're|our|us)\b`)
 	reFirstSubj   = regexp.MustCompile(`(?i)\b(i|i'm|i've|i'd|my|we|our)\b`)
 	reRequest     = regexp.MustCompile(`(?i)^(?:please|pls|can you|could you|would you|will you|help me|tell me|show me|give me|write|let me know|i want you to|i'd like you to|i need you to)\b`)
@@ -53,7 +54,9 @@ var (
 	reJobWord     = regexp.MustCompile(`(?i)(?:engineer|developer|designer|teacher|nurse|doctor|lawyer|programmer|scientist|analyst|consultant|accountant|architect|student|manager|chef|pilot|dentist|writer|journalist|photographer|artist|musician|researcher|professor|librarian|pharmacist|electrician|plumber|mechanic|firefighter|officer|therapist|psychologist|veterinarian|vet|farmer|baker|barista|cashier|driver|freelancer|founder|ceo|cto|intern|economist|translator|editor|recruiter|salesperson|marketer|paramedic|surgeon|physician|technician|administrator|clerk|secretary|tutor|coach|trainer)s?$`)
 	objectPronoun = wordSet(`it that this them him her you those these what how when where why who whatever something anything everything`)
 	notAName      = wordSet(`I I'm I've This That He She It We They You The A An My Our His Her There Here What Who`)
-	notHabitVerb  = wordSet(`think guess believe know feel mean hope was were went had did said told asked wonder am`)
+	notAValue     = wordSet(`the a an this that these those it its there here what which who whom he she they we you i one all
+		everything something nothing anything everyone someone nobody anyone`)
+	notHabitVerb = wordSet(`think guess believe know feel mean hope was were went had did said told asked wonder am`)
 )
 
 // Relations of a person or pet to the speaker. A single-valued relation (one manager, one
@@ -103,6 +106,11 @@ func relationSlot(rel string, single bool, name string) string {
 func userRules(s, speaker string, m Message) []Candidate {
 	var out []Candidate
 	main, ok := userMain(s, speaker, m)
+	if !ok || main.Category == Fact {
+		if c, found := valueFirst(s, speaker, m); found {
+			main, ok = c, true
+		}
+	}
 	if ok {
 		out = append(out, main)
 	}
@@ -246,6 +254,28 @@ func userMain(s, speaker string, m Message) (Candidate, bool) {
 		return mk(Fact, "", 1, trimObject(s))
 	}
 	return Candidate{}, false
+}
+
+// valueFirst reads a sentence that names the value before the slot — "Blue is my favorite
+// color!", "Pizza is definitely my favourite food", "Boston is my hometown" — as the rules read
+// the slot first ("my favorite color is Blue"), so both orders fill the same slot. The value is
+// a short noun phrase (after a leading filler's comma), not a pronoun, article or time ("Today
+// is my birthday" is an event); the memory keeps the sentence as said.
+func valueFirst(s, speaker string, m Message) (Candidate, bool) {
+	g := reValueFirst.FindStringSubmatch(s)
+	if g == nil || notAValue[firstWord(g[1])] {
+		return Candidate{}, false
+	}
+	if _, dated := ResolveTime(g[1], m.CreatedAt); dated {
+		return Candidate{}, false
+	}
+	c, ok := userMain(g[2]+" is "+g[1], speaker, m)
+	if !ok || c.Category == Fact || c.Category == Event {
+		return Candidate{}, false
+	}
+	c.Text = ResolveSpeaker(s, speaker)
+	c.Abstract = Abstract(c.Text)
+	return c, true
 }
 
 // relationMentions finds the people and pets a sentence names by their relation to the

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"strings"
+	"time"
 
 	"github.com/membus/membus/pkg/embed"
 )
@@ -23,6 +24,7 @@ const (
 	DupJaccard     = "jaccard"     // token Jaccard ≥ 0.7
 	DupLevenshtein = "levenshtein" // Levenshtein similarity ≥ 0.8
 	DupCosine      = "cosine"      // dense cosine ≥ 0.92
+	DupSameFact    = "same_fact"   // the same slot and value, or the same content words, in any category (SameFact)
 )
 
 // Comparable is what the near-duplicate rules look at of a memory.
@@ -32,22 +34,43 @@ type Comparable struct {
 	Polarity                  int
 	Text, ContentHash         string
 	Embedding                 []float32
+	EventDay                  string // an event's day, 2006-01-02; "" for other memories
+}
+
+// EventDay is the day an event happened, as Comparable.EventDay holds it.
+func EventDay(category string, t *time.Time) string {
+	if category != Event || t == nil {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02")
 }
 
 // NearDuplicate reports whether candidate says the same thing as existing, and which check
-// matched: the same scope and category, then exact normalised text (content hash),
-// containment, token Jaccard ≥ 0.7, Levenshtein similarity ≥ 0.8 or dense cosine ≥ 0.92.
-// Two memories that fill different slots (or the same slot with different values) are never
-// near-duplicates, however similar their words: "likes cats" is not "likes bats". The same-id
-// check and conflicts (same slot, new value) are the caller's, and come first.
+// matched. In any category: the same normalised text (content hash) or the same fact
+// (SameFact: the same slot and value, or the same content words — "Blue is my favorite color"
+// and "my favourite colour is blue"). In the same scope and category, between two memories
+// without a slot: containment, token Jaccard ≥ 0.7, Levenshtein similarity ≥ 0.8 or dense
+// cosine ≥ 0.92 — unless each text has a content word the other lacks (Substituted: "ships on
+// Fridays" is not "ships on Mondays", however close the rest). Two memories that fill different
+// slots (or the same slot with different values) are never near-duplicates, however similar
+// their words ("likes cats" is not "likes bats"), and a memory with a slot is joined only by
+// the same fact: the slot is the key, similarity does not override it. The same-id check and
+// conflicts (same slot, new value) are the caller's, and come first.
 func NearDuplicate(existing, candidate Comparable) (string, bool) {
-	if existing.Scope != candidate.Scope || existing.Category != candidate.Category {
+	if existing.Scope != candidate.Scope {
 		return "", false
 	}
-	if existing.ContentHash == candidate.ContentHash {
+	sameDay := existing.EventDay == "" || candidate.EventDay == "" || existing.EventDay == candidate.EventDay
+	if existing.ContentHash == candidate.ContentHash && existing.Category == candidate.Category && sameDay {
 		return DupExact, true
 	}
-	if DifferentSlots(existing, candidate) {
+	if SameFact(existing, candidate) {
+		return DupSameFact, true
+	}
+	if existing.Category != candidate.Category || existing.Attribute != "" || candidate.Attribute != "" || !sameDay {
+		return "", false
+	}
+	if Substituted(existing.Text, candidate.Text) {
 		return "", false
 	}
 	en, norm := Normalize(existing.Text), Normalize(candidate.Text)
@@ -63,15 +86,6 @@ func NearDuplicate(existing, candidate Comparable) (string, bool) {
 		return DupCosine, true
 	}
 	return "", false
-}
-
-// DifferentSlots reports whether two memories hold distinct slot values.
-func DifferentSlots(a, b Comparable) bool {
-	if a.Attribute == "" || b.Attribute == "" {
-		return false
-	}
-	return Normalize(a.Subject) != Normalize(b.Subject) || Normalize(a.Attribute) != Normalize(b.Attribute) ||
-		Normalize(a.Value) != Normalize(b.Value) || a.Polarity != b.Polarity
 }
 
 // LevenshteinSimilarity is 1 − edit distance / the longer length, over runes; 0 when the

@@ -56,6 +56,10 @@ func Terms(s string) []string {
 	return out
 }
 
+// Stem is the light stem of one lower-case word that Terms uses ("hikes", "hiked" and "hiking"
+// are "hike"); pkg/memory compares the words of two memories with it.
+func Stem(w string) string { return stem(w) }
+
 // stem is a light English stemmer (steps 1a–1c of Porter's algorithm,
 // porterStep1): plurals, -ed, -ing and a final -y. Words with characters
 // outside a–z and words of up to three letters are kept as they are. A

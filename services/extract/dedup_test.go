@@ -37,6 +37,18 @@ func mem(cat, subject, attr string, pol int, value, text string) store.Memory {
 		Polarity: pol, Value: value, Text: text, ContentHash: memory.ContentHash(text)}
 }
 
+// onDay dates an event memory.
+func onDay(m store.Memory, day string) store.Memory {
+	t, err := time.Parse("2006-01-02", day)
+	if err != nil {
+		panic(err)
+	}
+	m.EventTime = &t
+	m.ID = memory.ID(acct, "alice", "", memory.Candidate{Scope: m.Scope, Category: m.Category, Subject: m.Subject,
+		Attribute: m.Attribute, Polarity: m.Polarity, Value: m.Value, Text: m.Text, EventTime: &t})
+	return m
+}
+
 func TestConflictAndDedupReasons(t *testing.T) {
 	cases := []struct {
 		name       string
@@ -66,9 +78,30 @@ func TestConflictAndDedupReasons(t *testing.T) {
 		{"containment",
 			mem(memory.Fact, "Caroline", "", 1, "a", "Caroline's team ships the billing release."),
 			mem(memory.Fact, "Caroline", "", 1, "b", "Caroline's team ships the billing release every Friday."), "", reasonContainment, false},
+		{"the same words in another order are the same fact",
+			mem(memory.Fact, "Caroline", "", 1, "a", "Caroline's team ships the billing release every Friday afternoon."),
+			mem(memory.Fact, "Caroline", "", 1, "b", "Every Friday afternoon Caroline's team ships the billing release."), "", reasonSameFact, false},
 		{"token Jaccard",
 			mem(memory.Fact, "Caroline", "", 1, "a", "Caroline's team ships the billing release every Friday afternoon."),
-			mem(memory.Fact, "Caroline", "", 1, "b", "Every Friday afternoon Caroline's team ships the billing release."), "", reasonJaccard, false},
+			mem(memory.Fact, "Caroline", "", 1, "b", "Every Friday afternoon Caroline's team usually ships the billing release."), "", reasonJaccard, false},
+		{"the same slot and value in another category and order is the same fact",
+			mem(memory.Preference, "Caroline", "favorite color", 1, "blue", "Caroline's favorite color is blue."),
+			mem(memory.Fact, "Caroline", "", 1, "Blue is my favorite color", "Blue is Caroline's favorite color!"), "", reasonSameFact, false},
+		{"British and American spellings of one slot and value are the same fact",
+			mem(memory.Preference, "Caroline", "favorite color", 1, "blue", "Caroline's favorite color is blue."),
+			mem(memory.Preference, "Caroline", "favourite colour", 1, "Blue", "Just so you know, Caroline's favourite colour is Blue."), "", reasonSameFact, false},
+		{"a new value in the other spelling of the slot is a conflict",
+			mem(memory.Preference, "Caroline", "favorite color", 1, "blue", "Caroline's favorite color is blue."),
+			mem(memory.Entity, "Caroline", "favourite colour", 1, "Green", "Green is Caroline's favourite colour."), reasonValueChanged, "", false},
+		{"a substituted word is a changed fact, not a near-duplicate",
+			mem(memory.Fact, "Caroline", "", 1, "a", "Caroline's team ships the billing release every Friday afternoon."),
+			mem(memory.Fact, "Caroline", "", 1, "b", "Caroline's team ships the billing release every Monday afternoon."), "", "", true},
+		{"a slot-less text is no near-duplicate of a slot it does not state",
+			mem(memory.Preference, "Caroline", "favorite color", 1, "blue", "Caroline's favorite color is blue."),
+			mem(memory.Preference, "Caroline", "", 1, "a", "Caroline's sister's favorite color is blue."), "", "", false},
+		{"one event on two days is two memories",
+			onDay(mem(memory.Event, "Caroline", "", 1, "a", "Caroline went hiking with her dog."), "2025-03-01"),
+			onDay(mem(memory.Event, "Caroline", "", 1, "a", "Caroline went hiking with her dog."), "2025-03-08"), "", "", true},
 		{"Levenshtein catches typos Jaccard misses",
 			mem(memory.Fact, "Caroline", "", 1, "a", "Caroline thinks her colleage recomended the new scheduler."),
 			mem(memory.Fact, "Caroline", "", 1, "b", "Caroline thinks her colleague recommended the new scheduler."), "", reasonLevenshtein, true},

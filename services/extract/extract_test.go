@@ -66,6 +66,12 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, embed.NewHash())
+}
+
+// newEnvWith is newEnv with another embedder (the local ONNX model in the one-fact table).
+func newEnvWith(t *testing.T, emb embed.Embedder) *env {
+	t.Helper()
 	ctx := context.Background()
 	_, nc := testenv.NATS(t)
 	js, err := jetstream.New(nc)
@@ -84,7 +90,6 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	emb := embed.NewHash()
 	lv, err := vector.OpenLocal(t.TempDir(), emb.Model(), emb.Dim())
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ const (
 	reasonJaccard         = memory.DupJaccard     // dedup: token Jaccard ≥ 0.7
 	reasonLevenshtein     = memory.DupLevenshtein // dedup: Levenshtein similarity ≥ 0.8
 	reasonCosine          = memory.DupCosine      // dedup: dense cosine ≥ 0.92
+	reasonSameFact        = memory.DupSameFact    // dedup: the same slot and value, or the same content words, in any category
 )
 
 // extract turns an archived range into memory rows (state extracted). Conflicts are resolved
@@ -99,16 +100,17 @@ func (s *Service) extract(ctx context.Context, epoch int64, a store.Archive) err
 			// Conflicts first: a changed fact is never swallowed as a near-duplicate.
 			supersede[old.ID] = m.ID
 			decide("superseded", reason, m, old.ID)
-		} else if dup, reason, ok := duplicate(existing, m); ok {
-			// A dedup hit unions the sources into the existing memory instead of dropping them.
+		} else if dup, reason, ok := duplicate(current(out, existing, supersede), m); ok {
+			// A dedup hit unions the sources into the memory already stated — in this archive
+			// or before — instead of dropping them.
 			dedups++
 			decide("merged", reason, m, dup.ID)
-			m = dup
-			m.Sources = append([]store.Source(nil), mSources(c, a)...)
-			if j, ok := byID[m.ID]; ok {
+			if j, ok := byID[dup.ID]; ok {
 				out[j].Sources = append(out[j].Sources, m.Sources...)
 				continue
 			}
+			m = dup
+			m.Sources = append([]store.Source(nil), mSources(c, a)...)
 		} else {
 			decide("created", reasonNew, m, "")
 		}
@@ -165,21 +167,20 @@ func mSources(c memory.Candidate, a store.Archive) []store.Source {
 	return out
 }
 
-// conflicting finds an active memory in the same slot (subject + attribute) whose value or
-// polarity differs: "lives in Boston" → "moved to Denver" (value_changed), "likes coffee" →
-// "doesn't like coffee anymore" (polarity_flipped).
+// conflicting finds an active memory in the same slot (subject + attribute, in canonical
+// words: memory.SameSlot) whose value or polarity differs, in any category: "lives in Boston" →
+// "moved to Denver" (value_changed), "my favorite color is blue" → "green is my favourite
+// colour" (value_changed), "likes coffee" → "doesn't like coffee anymore" (polarity_flipped).
 func conflicting(existing []store.Memory, m store.Memory) (store.Memory, string, bool) {
 	if m.Attribute == "" {
 		return store.Memory{}, "", false
 	}
+	mc := comparable(m)
 	for _, e := range existing {
-		if e.ID == m.ID || e.Scope != m.Scope || e.Attribute == "" {
+		if e.ID == m.ID || e.Scope != m.Scope || !memory.SameSlot(comparable(e), mc) {
 			continue
 		}
-		if memory.Normalize(e.Subject) != memory.Normalize(m.Subject) || memory.Normalize(e.Attribute) != memory.Normalize(m.Attribute) {
-			continue
-		}
-		if memory.Normalize(e.Value) != memory.Normalize(m.Value) {
+		if memory.FactPhrase(e.Value) != memory.FactPhrase(m.Value) {
 			return e, reasonValueChanged, true
 		}
 		if e.Polarity != m.Polarity {
@@ -190,9 +191,10 @@ func conflicting(existing []store.Memory, m store.Memory) (store.Memory, string,
 }
 
 // duplicate finds an active memory that says the same thing — the same id, or a near-duplicate
-// by memory.NearDuplicate (exact normalised text, containment, token Jaccard ≥ 0.7,
-// Levenshtein similarity ≥ 0.8 or dense cosine ≥ 0.92) — and says which check matched. Two
-// memories that fill different slots (or the same slot with different values) are never
+// by memory.NearDuplicate (exact normalised text or the same fact in any category; between
+// memories without a slot, containment, token Jaccard ≥ 0.7, Levenshtein similarity ≥ 0.8 or
+// dense cosine ≥ 0.92 unless each names a value the other lacks) — and says which check matched.
+// Two memories that fill different slots (or the same slot with different values) are never
 // near-duplicates, however similar their words: "likes cats" is not "likes bats".
 func duplicate(existing []store.Memory, m store.Memory) (store.Memory, string, bool) {
 	mc := comparable(m)
@@ -210,7 +212,8 @@ func duplicate(existing []store.Memory, m store.Memory) (store.Memory, string, b
 // comparable is what the near-duplicate rules look at of a memory row.
 func comparable(m store.Memory) memory.Comparable {
 	return memory.Comparable{Scope: m.Scope, Category: m.Category, Subject: m.Subject, Attribute: m.Attribute, Value: m.Value,
-		Polarity: m.Polarity, Text: m.Text, ContentHash: m.ContentHash, Embedding: m.Embedding}
+		Polarity: m.Polarity, Text: m.Text, ContentHash: m.ContentHash, Embedding: m.Embedding,
+		EventDay: memory.EventDay(m.Category, m.EventTime)}
 }
 
 // The shared near-duplicate rule the tests probe (pkg/memory owns it).

@@ -159,5 +159,6 @@ func sameSlotNewValue(a, b store.Memory) bool {
 // comparable is what the near-duplicate rules look at of a memory row.
 func comparable(m store.Memory) memory.Comparable {
 	return memory.Comparable{Scope: m.Scope, Category: m.Category, Subject: m.Subject, Attribute: m.Attribute, Value: m.Value,
-		Polarity: m.Polarity, Text: m.Text, ContentHash: m.ContentHash, Embedding: m.Embedding}
+		Polarity: m.Polarity, Text: m.Text, ContentHash: m.ContentHash, Embedding: m.Embedding,
+		EventDay: memory.EventDay(m.Category, m.EventTime)}
 }
