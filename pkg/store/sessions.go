@@ -111,8 +111,9 @@ const (
 	// its sessions and the insert of the missing ones (MySQL row-lock waits included), and the
 	// upsert that writes them back.
 	StageSQLSessions = "sql_sessions"
-	// StageSQLMessages is the read of which of the batch's message ids are stored already
-	// (a duplicate is dropped here) and the multi-row insert of the new messages.
+	// StageSQLMessages is the multi-row insert of the batch's messages and, when the unique
+	// key dropped one as a duplicate, the undo, the read of the stored ids and the insert
+	// again without them.
 	StageSQLMessages = "sql_messages"
 	// StageOutbox is the commit trigger of each session the batch touched: its unrequested
 	// tokens (summed only when not known from the session row), the decision and, when it
@@ -127,9 +128,9 @@ const (
 // TURNS stream seq updated, and for each session the trigger's outbox entries (a commit
 // request) written in the same transaction. The SQL work is done per batch, a statement per
 // table rather than per message or session: one tombstone check, one locked read of the
-// session rows (in sorted order, so concurrent batches cannot deadlock on them), one read of
-// which message ids are stored already, one multi-row insert of the new messages, one write
-// of the session rows back.
+// session rows (in sorted order, so concurrent batches cannot deadlock on them), one
+// multi-row insert of the messages (see insertMessages for duplicates), one write of the
+// session rows back.
 func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) ([]ApplyResult, error) {
 	groups := s.groupTurns(turns)
 	var results []ApplyResult
@@ -365,10 +366,141 @@ type newMessage struct {
 	seq int64
 }
 
-// insertMessages drops the batch's messages already stored (one read of the batch's ids) or
-// repeated within the batch, assigns the rest their seq in delivery order and inserts them
-// in one multi-row statement per chunk.
+// insertMessages stores the batch's new messages, seq assigned in delivery order, in one
+// multi-row statement per chunk. A message repeated within the batch is dropped first. Then
+// the batch is inserted assuming none of its ids is stored yet (the common case: redeliveries
+// mostly stop at the dedup check before ingest gets here); the unique key drops any that is,
+// and when it dropped one the inserted rows are deleted again — the session rows are locked,
+// so the rows at or after the seq each session started from are this batch's — and the batch
+// is inserted once more without the ids one read found stored.
 func (s *Store) insertMessages(ctx context.Context, tx *sql.Tx, turns []Turn, groups []*sessionBatch, results []ApplyResult) error {
+	before := make([]Session, len(groups))
+	for gi, g := range groups {
+		before[gi] = *g.cur
+	}
+	rows := s.planMessages(turns, groups, results, nil)
+	all, err := s.insertMessageRows(ctx, tx, rows)
+	if err != nil || all {
+		return err
+	}
+	if err := s.deleteFrom(ctx, tx, groups); err != nil {
+		return err
+	}
+	stored, err := s.storedMessageIDs(ctx, tx, turns, groups)
+	if err != nil {
+		return err
+	}
+	for gi, g := range groups {
+		*g.cur, g.batchTokens = before[gi], 0
+		for _, i := range g.turns {
+			results[i].Stored, results[i].Duplicates = 0, 0
+		}
+	}
+	rows = s.planMessages(turns, groups, results, stored)
+	all, err = s.insertMessageRows(ctx, tx, rows)
+	if err == nil && !all {
+		// The ids were read under the session locks: this cannot happen; a dropped row would
+		// leave a hole in seq, so it fails the batch.
+		err = errors.New("insert messages: the unique key dropped a message read as new")
+	}
+	return err
+}
+
+// planMessages applies the batch's turns to the locked session rows and returns the message
+// rows to insert: the messages whose ids are not in stored, each once, with their seq.
+func (s *Store) planMessages(turns []Turn, groups []*sessionBatch, results []ApplyResult, stored map[string]bool) []newMessage {
+	if stored == nil {
+		stored = map[string]bool{}
+	}
+	now := s.now()
+	var rows []newMessage
+	for _, g := range groups {
+		cur := g.cur
+		for _, i := range g.turns {
+			t := &turns[i]
+			if t.Threshold > 0 {
+				th := t.Threshold
+				cur.CommitThreshold = &th
+			}
+			if t.KeepRecent != nil {
+				cur.KeepRecent = t.KeepRecent
+			}
+			if t.StreamSeq > uint64(cur.AppliedTurnsSeq) {
+				cur.AppliedTurnsSeq = int64(t.StreamSeq)
+			}
+			for mi := range t.Messages {
+				m := &t.Messages[mi]
+				// The session's row, not the turn's spelling, names it: the unique key compares
+				// (account, session, message_id) the way idKey does.
+				k := s.idKey(g.first.AccountID, g.first.SessionID, m.MessageID)
+				if stored[k] {
+					results[i].Duplicates++
+					continue
+				}
+				stored[k] = true
+				rows = append(rows, newMessage{t: t, m: m, seq: cur.NextSeq})
+				results[i].Stored++
+				cur.IdleSince = now
+				cur.NextSeq++
+				cur.MessageCount++
+				cur.PendingTokens += int64(m.Tokens)
+				g.batchTokens += int64(m.Tokens)
+			}
+		}
+	}
+	return rows
+}
+
+// insertMessageRows inserts rows, dropping those the unique key rejects; all reports whether
+// every row was stored (false: it stopped at the first statement that dropped one).
+func (s *Store) insertMessageRows(ctx context.Context, tx *sql.Tx, rows []newMessage) (all bool, err error) {
+	all = true
+	err = inChunks(len(rows), maxMessageRows, func(lo, hi int) error {
+		if !all {
+			return nil
+		}
+		vals := make([]string, 0, hi-lo)
+		args := make([]any, 0, 12*(hi-lo))
+		for _, r := range rows[lo:hi] {
+			vals = append(vals, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, r.t.AccountID, r.t.SessionID, r.seq, r.m.MessageID, r.t.EventID, r.m.Position, r.m.Role, r.m.Name,
+				r.m.Content, string(r.m.Parts), r.m.Tokens, r.m.CreatedAt.UnixMicro())
+		}
+		res, err := tx.ExecContext(ctx, s.insertIgnore()+` messages
+			(account_id, session_id, seq, message_id, event_id, position, role, name, content, parts, tokens, created_us)
+			VALUES `+strings.Join(vals, ", "), args...)
+		if err != nil {
+			return fmt.Errorf("insert messages: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("insert messages: %w", err)
+		}
+		all = n == int64(hi-lo)
+		return nil
+	})
+	return all, err
+}
+
+// deleteFrom deletes the messages at or after the seq each locked session started the batch
+// from: the rows this batch inserted.
+func (s *Store) deleteFrom(ctx context.Context, tx *sql.Tx, groups []*sessionBatch) error {
+	return inChunks(len(groups), maxInList, func(lo, hi int) error {
+		conds := make([]string, 0, hi-lo)
+		args := make([]any, 0, 3*(hi-lo))
+		for _, g := range groups[lo:hi] {
+			conds = append(conds, "(account_id = ? AND session_id = ? AND seq >= ?)")
+			args = append(args, g.cur.AccountID, g.cur.SessionID, g.seqBefore)
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE "+strings.Join(conds, " OR "), args...); err != nil {
+			return fmt.Errorf("undo message inserts: %w", err)
+		}
+		return nil
+	})
+}
+
+// storedMessageIDs reads which of the batch's message ids are stored already, as idKeys.
+func (s *Store) storedMessageIDs(ctx context.Context, tx *sql.Tx, turns []Turn, groups []*sessionBatch) (map[string]bool, error) {
 	type msgRef struct{ g, t, m int }
 	var refs []msgRef
 	for gi, g := range groups {
@@ -407,71 +539,7 @@ func (s *Store) insertMessages(ctx context.Context, tx *sql.Tx, turns []Turn, gr
 		}
 		return rows.Err()
 	})
-	if err != nil {
-		return err
-	}
-	now := s.now()
-	var rows []newMessage
-	for gi, g := range groups {
-		cur := g.cur
-		for _, i := range g.turns {
-			t := &turns[i]
-			if t.Threshold > 0 {
-				th := t.Threshold
-				cur.CommitThreshold = &th
-			}
-			if t.KeepRecent != nil {
-				cur.KeepRecent = t.KeepRecent
-			}
-			if t.StreamSeq > uint64(cur.AppliedTurnsSeq) {
-				cur.AppliedTurnsSeq = int64(t.StreamSeq)
-			}
-			for mi := range t.Messages {
-				m := &t.Messages[mi]
-				// The session's row, not the turn's spelling, names it: the unique key compares
-				// (account, session, message_id) the way idKey does.
-				k := s.idKey(groups[gi].first.AccountID, groups[gi].first.SessionID, m.MessageID)
-				if stored[k] {
-					results[i].Duplicates++
-					continue
-				}
-				stored[k] = true
-				rows = append(rows, newMessage{t: t, m: m, seq: cur.NextSeq})
-				results[i].Stored++
-				cur.IdleSince = now
-				cur.NextSeq++
-				cur.MessageCount++
-				cur.PendingTokens += int64(m.Tokens)
-				g.batchTokens += int64(m.Tokens)
-			}
-		}
-	}
-	return inChunks(len(rows), maxMessageRows, func(lo, hi int) error {
-		vals := make([]string, 0, hi-lo)
-		args := make([]any, 0, 12*(hi-lo))
-		for _, r := range rows[lo:hi] {
-			vals = append(vals, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, r.t.AccountID, r.t.SessionID, r.seq, r.m.MessageID, r.t.EventID, r.m.Position, r.m.Role, r.m.Name,
-				r.m.Content, string(r.m.Parts), r.m.Tokens, r.m.CreatedAt.UnixMicro())
-		}
-		// The session rows are locked and the ids were read under the lock: every row is new.
-		// The unique key stays the backstop; a row it drops would leave a hole in seq, so
-		// that fails the batch instead.
-		res, err := tx.ExecContext(ctx, s.insertIgnore()+` messages
-			(account_id, session_id, seq, message_id, event_id, position, role, name, content, parts, tokens, created_us)
-			VALUES `+strings.Join(vals, ", "), args...)
-		if err != nil {
-			return fmt.Errorf("insert messages: %w", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("insert messages: %w", err)
-		}
-		if n != int64(hi-lo) {
-			return fmt.Errorf("insert messages: %d of %d rows stored", n, hi-lo)
-		}
-		return nil
-	})
+	return stored, err
 }
 
 // maxMessageRows bounds the rows of one multi-row message insert (12 parameters a row).
