@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/membus/membus/pkg/stages"
@@ -106,26 +107,77 @@ const (
 	// StageSQLBegin is BEGIN, with the wait for a pooled connection and for the write lock
 	// (SQLite's BEGIN IMMEDIATE), and the pause before retrying a conflicting transaction.
 	StageSQLBegin = "sql_begin"
-	// StageSQLSessions is the session rows: the tombstone check, the insert-or-ignore and
-	// locked read of each session the batch touches (MySQL row-lock waits included), and the
-	// update that writes it back.
+	// StageSQLSessions is the session rows: the batch's tombstone check, the locked read of
+	// its sessions and the insert of the missing ones (MySQL row-lock waits included), and the
+	// upsert that writes them back.
 	StageSQLSessions = "sql_sessions"
-	// StageSQLMessages is the message inserts, one statement per message; a duplicate is
-	// dropped here by the unique key.
+	// StageSQLMessages is the multi-row insert of the batch's messages and, when the unique
+	// key dropped one as a duplicate, the undo, the read of the stored ids and the insert
+	// again without them.
 	StageSQLMessages = "sql_messages"
-	// StageOutbox is the commit trigger of each session the batch touched: the sum of its
-	// unrequested tokens, the decision and, when it fires, the outbox row.
+	// StageOutbox is the commit trigger of each session the batch touched: its unrequested
+	// tokens (summed only when not known from the session row), the decision and, when it
+	// fires, the outbox row.
 	StageOutbox = "outbox"
 	// StageSQLCommit is COMMIT (on a durable database, the fsync).
 	StageSQLCommit = "sql_commit"
 )
 
 // ApplyTurns stores a batch of turns in one transaction: messages deduplicated on
-// (account, session, message_id) by the unique key, seq assigned per session, pending tokens
-// and the applied TURNS stream seq updated, and for each session the trigger's outbox entries
-// (a commit request) written in the same transaction. Session rows are locked in sorted order
-// so concurrent batches cannot deadlock on them.
+// (account, session, message_id), seq assigned per session, pending tokens and the applied
+// TURNS stream seq updated, and for each session the trigger's outbox entries (a commit
+// request) written in the same transaction. The SQL work is done per batch, a statement per
+// table rather than per message or session: one tombstone check, one locked read of the
+// session rows (in sorted order, so concurrent batches cannot deadlock on them), one
+// multi-row insert of the messages (see insertMessages for duplicates), one write of the
+// session rows back.
 func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) ([]ApplyResult, error) {
+	groups := s.groupTurns(turns)
+	var results []ApplyResult
+	tm := stages.FromContext(ctx)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		results = make([]ApplyResult, len(turns))
+		for _, g := range groups {
+			g.cur, g.batchTokens = nil, 0
+		}
+		start := time.Now()
+		live, err := s.dropTombstoned(ctx, tx, groups, results)
+		if err != nil {
+			return err
+		}
+		if err := s.lockSessions(ctx, tx, live); err != nil {
+			return err
+		}
+		start = tm.Since(StageSQLSessions, start)
+		if err := s.insertMessages(ctx, tx, turns, live, results); err != nil {
+			return err
+		}
+		tm.Since(StageSQLMessages, start)
+		return s.finishSessions(ctx, tx, tm, trigger, turns, live, results)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// sessionBatch is one session's share of an ApplyTurns batch.
+type sessionBatch struct {
+	// first is the session's first turn in sorted order: its ids, user, agent and key
+	// create the session row and check the tombstones, as one turn at a time did.
+	first Turn
+	key   string
+	turns []int // indexes into the batch, in delivery order
+	// cur is the locked session row, updated in memory as messages are stored; seqBefore its
+	// next_seq when locked; batchTokens the tokens of the messages this batch stored.
+	cur         *Session
+	seqBefore   int64
+	batchTokens int64
+}
+
+// groupTurns groups a batch's turns by session, sessions sorted by (account, session) and
+// each session's turns in delivery order (per-session seq follows it).
+func (s *Store) groupTurns(turns []Turn) []*sessionBatch {
 	order := make([]int, len(turns))
 	for i := range order {
 		order[i] = i
@@ -137,47 +189,235 @@ func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) (
 		}
 		return ta.SessionID < tb.SessionID
 	})
-	var results []ApplyResult
-	tm := stages.FromContext(ctx)
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		results = make([]ApplyResult, len(turns))
-		var cur *Session
-		var curTomb bool
-		flush := func() error {
-			if cur == nil || curTomb {
-				return nil
-			}
-			return s.finishSession(ctx, tx, tm, trigger, cur, turns, order, results)
+	var groups []*sessionBatch
+	byKey := map[string]*sessionBatch{}
+	for _, i := range order {
+		t := turns[i]
+		k := s.idKey(t.AccountID, t.SessionID)
+		g := byKey[k]
+		if g == nil {
+			g = &sessionBatch{first: t, key: k}
+			byKey[k] = g
+			groups = append(groups, g)
 		}
-		for _, i := range order {
-			t := turns[i]
-			if cur == nil || cur.AccountID != t.AccountID || cur.SessionID != t.SessionID {
-				if err := flush(); err != nil {
-					return err
-				}
-				start := time.Now()
-				tomb, err := s.tombstonedTx(ctx, tx, t.AccountID, t.UserID, t.SessionID)
-				if err != nil {
-					return err
-				}
-				curTomb = tomb
-				if tomb {
-					// An erased session is not re-created, not even as an empty row.
-					tm.Since(StageSQLSessions, start)
-					cur = &Session{AccountID: t.AccountID, SessionID: t.SessionID}
-					results[i].Tombstoned = true
-					continue
-				}
-				cur, err = s.lockSession(ctx, tx, t)
-				if err != nil {
-					return err
-				}
-				tm.Since(StageSQLSessions, start)
+		g.turns = append(g.turns, i)
+	}
+	return groups
+}
+
+// idKey joins ids into a map key that is equal when SQL compares them equal: MySQL's
+// utf8mb4_bin pads with spaces (trailing spaces do not count), SQLite compares bytes.
+func (s *Store) idKey(ids ...string) string {
+	var b strings.Builder
+	for _, id := range ids {
+		if s.dialect == MySQL {
+			id = strings.TrimRight(id, " ")
+		}
+		b.WriteString(id)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// inChunks calls fn with consecutive slices of at most n of items' indexes [lo, hi).
+func inChunks(items, n int, fn func(lo, hi int) error) error {
+	for lo := 0; lo < items; lo += n {
+		if err := fn(lo, min(lo+n, items)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxInList bounds the ids of one IN (...) list and the rows of one multi-row statement
+// (SQLite allows 32766 parameters a statement).
+const maxInList = 500
+
+// dropTombstoned checks every session of the batch against the tombstones in one query per
+// chunk, marks the tombstoned sessions' turns and returns the rest. An erased session is not
+// re-created, not even as an empty row.
+func (s *Store) dropTombstoned(ctx context.Context, tx *sql.Tx, groups []*sessionBatch, results []ApplyResult) ([]*sessionBatch, error) {
+	tombs := map[string]bool{}
+	err := inChunks(len(groups), maxInList, func(lo, hi int) error {
+		var conds []string
+		var args []any
+		for _, g := range groups[lo:hi] {
+			conds = append(conds, "(account_id = ? AND user_id = ?)")
+			args = append(args, g.first.AccountID, g.first.UserID)
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT account_id, user_id, session_id FROM tombstones WHERE "+strings.Join(conds, " OR "), args...)
+		if err != nil {
+			return fmt.Errorf("check tombstones: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var a, u, sess string
+			if err := rows.Scan(&a, &u, &sess); err != nil {
+				return err
 			}
-			if curTomb {
+			tombs[s.idKey(a, u, sess)] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	var live []*sessionBatch
+	for _, g := range groups {
+		t := g.first
+		if tombs[s.idKey(t.AccountID, t.UserID, "")] || tombs[s.idKey(t.AccountID, t.UserID, t.SessionID)] {
+			for _, i := range g.turns {
 				results[i].Tombstoned = true
-				continue
 			}
+			continue
+		}
+		live = append(live, g)
+	}
+	return live, nil
+}
+
+// lockSessions reads and locks the batch's session rows in one statement per chunk (sorted,
+// so concurrent batches lock in one order), then creates the missing ones in one multi-row
+// insert and reads those.
+func (s *Store) lockSessions(ctx context.Context, tx *sql.Tx, groups []*sessionBatch) error {
+	if err := s.readLocked(ctx, tx, groups); err != nil {
+		return err
+	}
+	var missing []*sessionBatch
+	for _, g := range groups {
+		if g.cur == nil {
+			missing = append(missing, g)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	now := s.nowUS()
+	err := inChunks(len(missing), maxInList, func(lo, hi int) error {
+		var vals []string
+		var args []any
+		for _, g := range missing[lo:hi] {
+			t := g.first
+			vals = append(vals, "(?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, t.AccountID, t.SessionID, t.UserID, t.AgentID, t.SessionKey, now, now)
+		}
+		if _, err := tx.ExecContext(ctx, s.insertIgnore()+" sessions (account_id, session_id, user_id, agent_id, session_key, created_us, updated_us) VALUES "+
+			strings.Join(vals, ", "), args...); err != nil {
+			return fmt.Errorf("create sessions: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.readLocked(ctx, tx, missing); err != nil {
+		return err
+	}
+	for _, g := range missing {
+		if g.cur == nil {
+			return fmt.Errorf("load session %s: %w", g.first.SessionID, ErrNotFound)
+		}
+	}
+	return nil
+}
+
+// readLocked sets cur of each group whose session row exists, locking the rows on MySQL.
+func (s *Store) readLocked(ctx context.Context, tx *sql.Tx, groups []*sessionBatch) error {
+	byKey := make(map[string]*sessionBatch, len(groups))
+	for _, g := range groups {
+		byKey[g.key] = g
+	}
+	return inChunks(len(groups), maxInList, func(lo, hi int) error {
+		var conds []string
+		var args []any
+		for j := lo; j < hi; {
+			// One (account_id = ? AND session_id IN (...)) per run of one account.
+			k := j
+			args = append(args, groups[j].first.AccountID)
+			for ; k < hi && groups[k].first.AccountID == groups[j].first.AccountID; k++ {
+				args = append(args, groups[k].first.SessionID)
+			}
+			conds = append(conds, "(account_id = ? AND session_id IN (?"+strings.Repeat(", ?", k-j-1)+"))")
+			j = k
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE "+strings.Join(conds, " OR ")+
+			" ORDER BY account_id, session_id"+s.forUpdate(), args...)
+		if err != nil {
+			return fmt.Errorf("lock sessions: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			x, err := scanSession(rows)
+			if err != nil {
+				return fmt.Errorf("load sessions: %w", err)
+			}
+			if g := byKey[s.idKey(x.AccountID, x.SessionID)]; g != nil {
+				g.cur, g.seqBefore = x, x.NextSeq
+			}
+		}
+		return rows.Err()
+	})
+}
+
+// newMessage is a message row to insert and the turn it came with.
+type newMessage struct {
+	t   *Turn
+	m   *Message
+	seq int64
+}
+
+// insertMessages stores the batch's new messages, seq assigned in delivery order, in one
+// multi-row statement per chunk. A message repeated within the batch is dropped first. Then
+// the batch is inserted assuming none of its ids is stored yet (the common case: redeliveries
+// mostly stop at the dedup check before ingest gets here); the unique key drops any that is,
+// and when it dropped one the inserted rows are deleted again — the session rows are locked,
+// so the rows at or after the seq each session started from are this batch's — and the batch
+// is inserted once more without the ids one read found stored.
+func (s *Store) insertMessages(ctx context.Context, tx *sql.Tx, turns []Turn, groups []*sessionBatch, results []ApplyResult) error {
+	before := make([]Session, len(groups))
+	for gi, g := range groups {
+		before[gi] = *g.cur
+	}
+	rows := s.planMessages(turns, groups, results, nil)
+	all, err := s.insertMessageRows(ctx, tx, rows)
+	if err != nil || all {
+		return err
+	}
+	if err := s.deleteFrom(ctx, tx, groups); err != nil {
+		return err
+	}
+	stored, err := s.storedMessageIDs(ctx, tx, turns, groups)
+	if err != nil {
+		return err
+	}
+	for gi, g := range groups {
+		*g.cur, g.batchTokens = before[gi], 0
+		for _, i := range g.turns {
+			results[i].Stored, results[i].Duplicates = 0, 0
+		}
+	}
+	rows = s.planMessages(turns, groups, results, stored)
+	all, err = s.insertMessageRows(ctx, tx, rows)
+	if err == nil && !all {
+		// The ids were read under the session locks: this cannot happen; a dropped row would
+		// leave a hole in seq, so it fails the batch.
+		err = errors.New("insert messages: the unique key dropped a message read as new")
+	}
+	return err
+}
+
+// planMessages applies the batch's turns to the locked session rows and returns the message
+// rows to insert: the messages whose ids are not in stored, each once, with their seq.
+func (s *Store) planMessages(turns []Turn, groups []*sessionBatch, results []ApplyResult, stored map[string]bool) []newMessage {
+	if stored == nil {
+		stored = map[string]bool{}
+	}
+	now := s.now()
+	var rows []newMessage
+	for _, g := range groups {
+		cur := g.cur
+		for _, i := range g.turns {
+			t := &turns[i]
 			if t.Threshold > 0 {
 				th := t.Threshold
 				cur.CommitThreshold = &th
@@ -188,87 +428,216 @@ func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) (
 			if t.StreamSeq > uint64(cur.AppliedTurnsSeq) {
 				cur.AppliedTurnsSeq = int64(t.StreamSeq)
 			}
-			start := time.Now()
-			for _, m := range t.Messages {
-				res, err := tx.ExecContext(ctx, s.insertIgnore()+` messages
-					(account_id, session_id, seq, message_id, event_id, position, role, name, content, parts, tokens, created_us)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-					t.AccountID, t.SessionID, cur.NextSeq, m.MessageID, t.EventID, m.Position, m.Role, m.Name,
-					m.Content, string(m.Parts), m.Tokens, m.CreatedAt.UnixMicro())
-				if err != nil {
-					return fmt.Errorf("insert message %s: %w", m.MessageID, err)
-				}
-				if n, _ := res.RowsAffected(); n == 0 {
+			for mi := range t.Messages {
+				m := &t.Messages[mi]
+				// The session's row, not the turn's spelling, names it: the unique key compares
+				// (account, session, message_id) the way idKey does.
+				k := s.idKey(g.first.AccountID, g.first.SessionID, m.MessageID)
+				if stored[k] {
 					results[i].Duplicates++
 					continue
 				}
+				stored[k] = true
+				rows = append(rows, newMessage{t: t, m: m, seq: cur.NextSeq})
 				results[i].Stored++
-				cur.IdleSince = s.now()
+				cur.IdleSince = now
 				cur.NextSeq++
 				cur.MessageCount++
 				cur.PendingTokens += int64(m.Tokens)
+				g.batchTokens += int64(m.Tokens)
 			}
-			tm.Since(StageSQLMessages, start)
 		}
-		return flush()
-	})
-	if err != nil {
-		return nil, err
 	}
-	return results, nil
+	return rows
 }
 
-// finishSession asks the trigger about the session and writes the session row back.
-func (s *Store) finishSession(ctx context.Context, tx *sql.Tx, tm *stages.Timer, trigger Trigger, cur *Session, turns []Turn, order []int, results []ApplyResult) error {
+// insertMessageRows inserts rows, dropping those the unique key rejects; all reports whether
+// every row was stored (false: it stopped at the first statement that dropped one).
+func (s *Store) insertMessageRows(ctx context.Context, tx *sql.Tx, rows []newMessage) (all bool, err error) {
+	all = true
+	err = inChunks(len(rows), maxMessageRows, func(lo, hi int) error {
+		if !all {
+			return nil
+		}
+		vals := make([]string, 0, hi-lo)
+		args := make([]any, 0, 12*(hi-lo))
+		for _, r := range rows[lo:hi] {
+			vals = append(vals, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, r.t.AccountID, r.t.SessionID, r.seq, r.m.MessageID, r.t.EventID, r.m.Position, r.m.Role, r.m.Name,
+				r.m.Content, string(r.m.Parts), r.m.Tokens, r.m.CreatedAt.UnixMicro())
+		}
+		res, err := tx.ExecContext(ctx, s.insertIgnore()+` messages
+			(account_id, session_id, seq, message_id, event_id, position, role, name, content, parts, tokens, created_us)
+			VALUES `+strings.Join(vals, ", "), args...)
+		if err != nil {
+			return fmt.Errorf("insert messages: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("insert messages: %w", err)
+		}
+		all = n == int64(hi-lo)
+		return nil
+	})
+	return all, err
+}
+
+// deleteFrom deletes the messages at or after the seq each locked session started the batch
+// from: the rows this batch inserted.
+func (s *Store) deleteFrom(ctx context.Context, tx *sql.Tx, groups []*sessionBatch) error {
+	return inChunks(len(groups), maxInList, func(lo, hi int) error {
+		conds := make([]string, 0, hi-lo)
+		args := make([]any, 0, 3*(hi-lo))
+		for _, g := range groups[lo:hi] {
+			conds = append(conds, "(account_id = ? AND session_id = ? AND seq >= ?)")
+			args = append(args, g.cur.AccountID, g.cur.SessionID, g.seqBefore)
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE "+strings.Join(conds, " OR "), args...); err != nil {
+			return fmt.Errorf("undo message inserts: %w", err)
+		}
+		return nil
+	})
+}
+
+// storedMessageIDs reads which of the batch's message ids are stored already, as idKeys.
+func (s *Store) storedMessageIDs(ctx context.Context, tx *sql.Tx, turns []Turn, groups []*sessionBatch) (map[string]bool, error) {
+	type msgRef struct{ g, t, m int }
+	var refs []msgRef
+	for gi, g := range groups {
+		for _, i := range g.turns {
+			for mi := range turns[i].Messages {
+				refs = append(refs, msgRef{gi, i, mi})
+			}
+		}
+	}
+	stored := map[string]bool{}
+	err := inChunks(len(refs), maxInList, func(lo, hi int) error {
+		var conds []string
+		var args []any
+		for j := lo; j < hi; {
+			// One (account_id = ? AND session_id = ? AND message_id IN (...)) per run of one session.
+			k := j
+			g := groups[refs[j].g]
+			args = append(args, g.first.AccountID, g.first.SessionID)
+			for ; k < hi && refs[k].g == refs[j].g; k++ {
+				args = append(args, turns[refs[k].t].Messages[refs[k].m].MessageID)
+			}
+			conds = append(conds, "(account_id = ? AND session_id = ? AND message_id IN (?"+strings.Repeat(", ?", k-j-1)+"))")
+			j = k
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT account_id, session_id, message_id FROM messages WHERE "+strings.Join(conds, " OR "), args...)
+		if err != nil {
+			return fmt.Errorf("read stored message ids: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var a, sess, id string
+			if err := rows.Scan(&a, &sess, &id); err != nil {
+				return err
+			}
+			stored[s.idKey(a, sess, id)] = true
+		}
+		return rows.Err()
+	})
+	return stored, err
+}
+
+// maxMessageRows bounds the rows of one multi-row message insert (12 parameters a row).
+const maxMessageRows = 256
+
+// finishSessions asks the trigger about each session, writes the outbox entries of those
+// that fire and the session rows back in one multi-row upsert per chunk.
+func (s *Store) finishSessions(ctx context.Context, tx *sql.Tx, tm *stages.Timer, trigger Trigger, turns []Turn, groups []*sessionBatch, results []ApplyResult) error {
 	start := time.Now()
-	if trigger != nil && cur.NextSeq-1 > cur.CommitRequestedUpto {
-		var unrequested sql.NullInt64
-		if err := tx.QueryRowContext(ctx, `SELECT SUM(tokens) FROM messages WHERE account_id = ? AND session_id = ? AND seq > ? AND archive_id IS NULL`,
-			cur.AccountID, cur.SessionID, cur.CommitRequestedUpto).Scan(&unrequested); err != nil {
+	var entries []OutboxEntry
+	for _, g := range groups {
+		cur := g.cur
+		if trigger == nil || cur.NextSeq-1 <= cur.CommitRequestedUpto {
+			continue
+		}
+		unrequested, err := s.unrequestedTokens(ctx, tx, g)
+		if err != nil {
 			return err
 		}
-		upto, entries, err := trigger(Pending{AccountID: cur.AccountID, SessionID: cur.SessionID, UserID: cur.UserID, AgentID: cur.AgentID,
-			NewestSeq: cur.NextSeq - 1, CommitRequestedUpto: cur.CommitRequestedUpto, UnrequestedTokens: unrequested.Int64,
+		upto, es, err := trigger(Pending{AccountID: cur.AccountID, SessionID: cur.SessionID, UserID: cur.UserID, AgentID: cur.AgentID,
+			NewestSeq: cur.NextSeq - 1, CommitRequestedUpto: cur.CommitRequestedUpto, UnrequestedTokens: unrequested,
 			Threshold: cur.CommitThreshold, KeepRecent: cur.KeepRecent})
 		if err != nil {
 			return fmt.Errorf("commit trigger %s/%s: %w", cur.AccountID, cur.SessionID, err)
 		}
-		if len(entries) > 0 {
-			if err := s.insertOutbox(ctx, tx, entries); err != nil {
-				return err
-			}
+		if len(es) > 0 {
+			entries = append(entries, es...)
 			cur.CommitRequestedUpto = upto
 			// Report the request on the last turn of this session in the batch.
-			for k := len(order) - 1; k >= 0; k-- {
-				t := turns[order[k]]
-				if t.AccountID == cur.AccountID && t.SessionID == cur.SessionID {
-					results[order[k]].CommitUpto = upto
-					break
-				}
-			}
+			results[g.turns[len(g.turns)-1]].CommitUpto = upto
 		}
 	}
+	if err := s.insertOutbox(ctx, tx, entries); err != nil {
+		return err
+	}
 	start = tm.Since(StageOutbox, start)
-	_, err := tx.ExecContext(ctx, `UPDATE sessions SET next_seq = ?, message_count = ?, pending_tokens = ?,
-		commit_requested_upto = ?, applied_turns_seq = ?, commit_threshold = ?, keep_recent = ?, idle_since_us = ?, updated_us = ?
-		WHERE account_id = ? AND session_id = ?`,
-		cur.NextSeq, cur.MessageCount, cur.PendingTokens, cur.CommitRequestedUpto, cur.AppliedTurnsSeq,
-		nullInt(cur.CommitThreshold), nullInt(cur.KeepRecent), unixMicro(cur.IdleSince), s.nowUS(), cur.AccountID, cur.SessionID)
+	err := s.writeSessions(ctx, tx, groups)
 	tm.Since(StageSQLSessions, start)
 	return err
 }
 
-func (s *Store) lockSession(ctx context.Context, tx *sql.Tx, t Turn) (*Session, error) {
+// unrequestedTokens are the tokens of g's unarchived messages after commit_requested_upto.
+// It is summed from the messages unless it is known without them:
+//   - nothing before this batch was outside a request (commit_requested_upto ≥ the seq the
+//     batch started from − 1): the messages after it are this batch's, all unarchived;
+//   - nothing was ever requested or archived (commit_requested_upto and archived_upto 0):
+//     every message counts and none is archived, so it is pending_tokens, which every writer
+//     keeps as the sum of the session's unarchived tokens (insert adds, CreateArchive
+//     subtracts what it archived, erase deletes the row).
+func (s *Store) unrequestedTokens(ctx context.Context, tx *sql.Tx, g *sessionBatch) (int64, error) {
+	cur := g.cur
+	switch {
+	case cur.CommitRequestedUpto >= g.seqBefore-1:
+		return g.batchTokens, nil
+	case cur.CommitRequestedUpto == 0 && cur.ArchivedUpto == 0:
+		return cur.PendingTokens, nil
+	}
+	var n sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT SUM(tokens) FROM messages WHERE account_id = ? AND session_id = ? AND seq > ? AND archive_id IS NULL`,
+		cur.AccountID, cur.SessionID, cur.CommitRequestedUpto).Scan(&n)
+	return n.Int64, err
+}
+
+// writeSessions writes the batch's session rows back: one multi-row upsert per chunk (every
+// row exists and is locked, so it always updates).
+func (s *Store) writeSessions(ctx context.Context, tx *sql.Tx, groups []*sessionBatch) error {
+	cols := []string{"next_seq", "message_count", "pending_tokens", "commit_requested_upto", "applied_turns_seq",
+		"commit_threshold", "keep_recent", "idle_since_us", "updated_us"}
+	sets := make([]string, len(cols))
+	for i, c := range cols {
+		if s.dialect == MySQL {
+			sets[i] = c + " = VALUES(" + c + ")"
+		} else {
+			sets[i] = c + " = excluded." + c
+		}
+	}
+	upsert := " ON CONFLICT (account_id, session_id) DO UPDATE SET "
+	if s.dialect == MySQL {
+		upsert = " ON DUPLICATE KEY UPDATE "
+	}
 	now := s.nowUS()
-	if _, err := tx.ExecContext(ctx, s.insertIgnore()+` sessions (account_id, session_id, user_id, agent_id, session_key, created_us, updated_us)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, t.AccountID, t.SessionID, t.UserID, t.AgentID, t.SessionKey, now, now); err != nil {
-		return nil, fmt.Errorf("create session: %w", err)
-	}
-	sess, err := s.getSession(ctx, tx, t.AccountID, t.SessionID, true)
-	if err != nil {
-		return nil, err
-	}
-	return sess, nil
+	return inChunks(len(groups), maxInList, func(lo, hi int) error {
+		vals := make([]string, 0, hi-lo)
+		var args []any
+		for _, g := range groups[lo:hi] {
+			cur := g.cur
+			vals = append(vals, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, cur.AccountID, cur.SessionID, cur.UserID, unixMicro(cur.CreatedAt),
+				cur.NextSeq, cur.MessageCount, cur.PendingTokens, cur.CommitRequestedUpto, cur.AppliedTurnsSeq,
+				nullInt(cur.CommitThreshold), nullInt(cur.KeepRecent), unixMicro(cur.IdleSince), now)
+		}
+		_, err := tx.ExecContext(ctx, "INSERT INTO sessions (account_id, session_id, user_id, created_us, "+strings.Join(cols, ", ")+") VALUES "+
+			strings.Join(vals, ", ")+upsert+strings.Join(sets, ", "), args...)
+		if err != nil {
+			return fmt.Errorf("update sessions: %w", err)
+		}
+		return nil
+	})
 }
 
 const sessionCols = `account_id, session_id, user_id, agent_id, session_key, next_seq, message_count, pending_tokens,
@@ -285,18 +654,26 @@ func (s *Store) getSession(ctx context.Context, q querier, account, session stri
 	if lock {
 		query += s.forUpdate()
 	}
-	var x Session
-	var th, kr sql.NullInt64
-	var ov sql.NullString
-	var c, u, idle int64
-	err := q.QueryRowContext(ctx, query, account, session).Scan(&x.AccountID, &x.SessionID, &x.UserID, &x.AgentID, &x.SessionKey,
-		&x.NextSeq, &x.MessageCount, &x.PendingTokens, &x.CommitRequestedUpto, &x.ArchivedUpto, &x.AppliedTurnsSeq,
-		&x.Epoch, &x.CommitCount, &th, &kr, &x.SummarizedUpto, &idle, &ov, &c, &u)
+	x, err := scanSession(q.QueryRowContext(ctx, query, account, session))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load session %s: %w", session, err)
+	}
+	return x, nil
+}
+
+// scanSession scans one row of sessionCols.
+func scanSession(row interface{ Scan(dest ...any) error }) (*Session, error) {
+	var x Session
+	var th, kr sql.NullInt64
+	var ov sql.NullString
+	var c, u, idle int64
+	if err := row.Scan(&x.AccountID, &x.SessionID, &x.UserID, &x.AgentID, &x.SessionKey,
+		&x.NextSeq, &x.MessageCount, &x.PendingTokens, &x.CommitRequestedUpto, &x.ArchivedUpto, &x.AppliedTurnsSeq,
+		&x.Epoch, &x.CommitCount, &th, &kr, &x.SummarizedUpto, &idle, &ov, &c, &u); err != nil {
+		return nil, err
 	}
 	if th.Valid {
 		v := int(th.Int64)

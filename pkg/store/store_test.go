@@ -297,3 +297,145 @@ func TestPendingTokensExcludeTheKeepRecentWindow(t *testing.T) {
 		}
 	})
 }
+
+// TestApplyTurnsBatch checks what one batch over many sessions stores, statement per table
+// as it is: more sessions and messages than one statement takes, duplicates within the batch
+// and from an earlier one, an erased user and an erased session beside live ones.
+func TestApplyTurnsBatch(t *testing.T) {
+	backends(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		if _, err := s.ApplyTurns(ctx, nil, []store.Turn{turn("acme", "s-0007", "e-old", 1, msg("m-s-0007-a", 0, "seen", t0)),
+			turn("acme", "s-erased", "e-before", 2, msg("m-before", 0, "x", t0))}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WriteTombstone(ctx, "acme", "gone", ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WriteTombstone(ctx, "acme", "u1", "s-erased"); err != nil {
+			t.Fatal(err)
+		}
+		const sessions = 700 // above the rows of one statement
+		var batch []store.Turn
+		for i := sessions - 1; i >= 0; i-- { // delivered out of session order
+			sess := fmt.Sprintf("s-%04d", i)
+			batch = append(batch, turn("acme", sess, "e-a-"+sess, uint64(10+i),
+				msg("m-"+sess+"-a", 0, "aaaa", t0), msg("m-"+sess+"-b", 1, "bb", t0)))
+		}
+		// s-0003's second turn repeats m-…-b and adds c; s-0007 already holds m-s-0007-a.
+		batch = append(batch, turn("acme", "s-0003", "e-b", 5000, msg("m-s-0003-b", 1, "bb", t0), msg("m-s-0003-c", 2, "c", t0)))
+		gone := turn("acme", "s-gone", "e-gone", 5001, msg("m-gone", 0, "x", t0))
+		gone.UserID = "gone"
+		batch = append(batch, gone, turn("acme", "s-erased", "e-erased", 5002, msg("m-erased", 0, "x", t0)))
+		res, err := s.ApplyTurns(ctx, nil, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := func(i int, r store.ApplyResult) {
+			t.Helper()
+			if res[i] != r {
+				t.Errorf("turn %d (%s): %+v, want %+v", i, batch[i].SessionID, res[i], r)
+			}
+		}
+		want(sessions-1-3, store.ApplyResult{Stored: 2})
+		want(sessions-1-7, store.ApplyResult{Stored: 1, Duplicates: 1})
+		want(sessions, store.ApplyResult{Stored: 1, Duplicates: 1})
+		want(sessions+1, store.ApplyResult{Tombstoned: true})
+		want(sessions+2, store.ApplyResult{Tombstoned: true})
+		if _, err := s.GetSession(ctx, "acme", "s-gone"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("session of an erased user: %v, want no row", err)
+		}
+		if h, err := s.History(ctx, "acme", "s-erased", false); err != nil || len(h) != 1 {
+			t.Errorf("erased session: %d messages (%v), want the one from before", len(h), err)
+		}
+		for i := 0; i < sessions; i++ {
+			sess := fmt.Sprintf("s-%04d", i)
+			wantIDs := "m-" + sess + "-a m-" + sess + "-b"
+			switch i {
+			case 3:
+				wantIDs += " m-s-0003-c"
+			}
+			h, err := s.MessagesBySeq(ctx, "acme", sess, 1, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 7 && (len(h) == 0 || h[0].Content != "seen") {
+				t.Errorf("s-0007: first message %+v, want the one stored before", h)
+			}
+			var got []string
+			for k, m := range h {
+				if m.Seq != int64(k+1) {
+					t.Errorf("%s: message %s has seq %d, want %d", sess, m.MessageID, m.Seq, k+1)
+				}
+				got = append(got, m.MessageID)
+			}
+			if g := fmt.Sprint(got); g != "["+wantIDs+"]" {
+				t.Errorf("%s: stored %s, want [%s]", sess, g, wantIDs)
+			}
+			m, err := s.GetSession(ctx, "acme", sess)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.NextSeq != int64(len(h)+1) || m.MessageCount != int64(len(h)) || m.AppliedTurnsSeq < int64(10+i) {
+				t.Errorf("%s: next_seq %d, count %d, applied %d after %d messages", sess, m.NextSeq, m.MessageCount, m.AppliedTurnsSeq, len(h))
+			}
+		}
+		// The same batch again stores nothing.
+		res, err = s.ApplyTurns(ctx, nil, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.Stored != 0 {
+				t.Fatalf("redelivered turn %d stored %d", i, r.Stored)
+			}
+		}
+	})
+}
+
+// TestUnrequestedTokensEqualTheSum checks that the tokens the trigger is shown equal the sum
+// of the session's unarchived messages after commit_requested_upto, whether the store knew
+// them from the session row (a new session; everything before the batch requested) or summed
+// them (some requested, some archived, some not).
+func TestUnrequestedTokensEqualTheSum(t *testing.T) {
+	backends(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		var fire bool
+		var shown []int64
+		trig := func(p store.Pending) (int64, []store.OutboxEntry, error) {
+			shown = append(shown, p.UnrequestedTokens)
+			if !fire {
+				return 0, nil, nil
+			}
+			id := fmt.Sprintf("c-%d", p.NewestSeq)
+			return p.NewestSeq, []store.OutboxEntry{{ID: id, Subject: names.Commits(p.AccountID, p.SessionID), Payload: []byte(`{}`)}}, nil
+		}
+		n := 0
+		step := func(name string, fireNow bool, wantShown int64, texts ...string) {
+			t.Helper()
+			fire = fireNow
+			var ms []store.Message
+			for _, tx := range texts {
+				n++
+				ms = append(ms, msg(fmt.Sprintf("m%d", n), n, tx, t0))
+			}
+			shown = nil
+			if _, err := s.ApplyTurns(ctx, trig, []store.Turn{turn("acme", "s1", fmt.Sprintf("e%d", n), uint64(n), ms...)}); err != nil {
+				t.Fatal(err)
+			}
+			if len(shown) != 1 || shown[0] != wantShown {
+				t.Errorf("%s: trigger shown %v, want [%d]", name, shown, wantShown)
+			}
+		}
+		step("new session: the batch's tokens", false, 7, "aaaa", "bbb")        // seq 1, 2
+		step("nothing requested yet: pending tokens", true, 7+5, "ccccc")       // seq 3, requested up to 3
+		step("everything before requested: the batch's tokens", false, 2, "dd") // seq 4
+		step("some after the request: summed", false, 2+6, "eeeeee")            // seq 5
+		if err := s.CreateArchive(ctx, 0, store.Archive{ID: "a1", AccountID: "acme", SessionID: "s1", UserID: "u1", FromSeq: 1, ToSeq: 4,
+			Kind: "auto", RequestID: "c-3"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		step("after an archive reaching past the request: summed", false, 6+1, "f") // seq 6; seq 4 archived
+	})
+}

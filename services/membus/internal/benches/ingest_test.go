@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/testenv"
 	"github.com/membus/membus/services/ingest"
 )
@@ -95,8 +96,11 @@ func checkStageBreakdown(t *testing.T, stderr string, redis bool, modes int) {
 				t.Errorf("table %d: no row for stage %s:\n%s", i, st, stderr)
 			}
 			inside += secs
+			// The outbox stage runs on every batch but is a comparison unless a commit fires or
+			// the session's unrequested tokens must be summed: in a short run it may print 0.0 ms.
+			tiny := st == store.StageOutbox
 			switch runs := st != ingest.StageDedupCheck && (redis || !strings.HasPrefix(st, "redis_")); {
-			case runs && secs <= 0:
+			case runs && secs < 0, runs && !tiny && secs == 0:
 				t.Errorf("table %d: stage %s took %v s, want time", i, st, secs)
 			case !runs && secs != 0:
 				t.Errorf("table %d: stage %s took %v s, want none (never reached on this backend and run)", i, st, secs)
