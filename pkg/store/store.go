@@ -91,6 +91,24 @@ func OpenMySQL(ctx context.Context, dsn string, opts ...Option) (*Store, error) 
 	return open(ctx, db, MySQL, opts)
 }
 
+// ErrCollation is returned by OpenMySQL for a database whose default collation is not binary.
+var ErrCollation = errors.New("the database's collation is not binary")
+
+// checkCollation refuses a database that compares strings case- or accent-insensitively: ids
+// (message, session, user) are case-sensitive, and the batch insert of ApplyTurns matches the
+// rows the unique key kept by exact bytes, so "A" and "a" must be two ids, as they are under
+// utf8mb4_bin (every script and the compose file create the database so).
+func checkCollation(ctx context.Context, db *sql.DB) error {
+	var name sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT @@collation_database").Scan(&name); err != nil {
+		return fmt.Errorf("read the database's collation: %w", err)
+	}
+	if !strings.HasSuffix(name.String, "_bin") {
+		return fmt.Errorf("%w (%s): membus's ids are case-sensitive; create the database with CHARACTER SET utf8mb4 COLLATE utf8mb4_bin (an empty one: ALTER DATABASE <name> CHARACTER SET utf8mb4 COLLATE utf8mb4_bin)", ErrCollation, name.String)
+	}
+	return nil
+}
+
 func open(ctx context.Context, db *sql.DB, dialect string, opts []Option) (*Store, error) {
 	s := &Store{db: db, dialect: dialect, now: time.Now}
 	for _, o := range opts {
@@ -101,6 +119,12 @@ func open(ctx context.Context, db *sql.DB, dialect string, opts []Option) (*Stor
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("connect %s: %w", dialect, err)
+	}
+	if dialect == MySQL {
+		if err := checkCollation(pctx, db); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
