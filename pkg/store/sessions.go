@@ -245,19 +245,10 @@ func (s *Store) dropTombstoned(ctx context.Context, tx *sql.Tx, groups []*sessio
 			conds = append(conds, "(account_id = ? AND user_id = ?)")
 			args = append(args, g.first.AccountID, g.first.UserID)
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT account_id, user_id, session_id FROM tombstones WHERE "+strings.Join(conds, " OR "), args...)
-		if err != nil {
+		if err := s.readKeys(ctx, tx, tombs, "SELECT account_id, user_id, session_id FROM tombstones WHERE "+strings.Join(conds, " OR "), args...); err != nil {
 			return fmt.Errorf("check tombstones: %w", err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var a, u, sess string
-			if err := rows.Scan(&a, &u, &sess); err != nil {
-				return err
-			}
-			tombs[s.idKey(a, u, sess)] = true
-		}
-		return rows.Err()
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -525,21 +516,29 @@ func (s *Store) storedMessageIDs(ctx context.Context, tx *sql.Tx, turns []Turn, 
 			conds = append(conds, "(account_id = ? AND session_id = ? AND message_id IN (?"+strings.Repeat(", ?", k-j-1)+"))")
 			j = k
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT account_id, session_id, message_id FROM messages WHERE "+strings.Join(conds, " OR "), args...)
-		if err != nil {
+		if err := s.readKeys(ctx, tx, stored, "SELECT account_id, session_id, message_id FROM messages WHERE "+strings.Join(conds, " OR "), args...); err != nil {
 			return fmt.Errorf("read stored message ids: %w", err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var a, sess, id string
-			if err := rows.Scan(&a, &sess, &id); err != nil {
-				return err
-			}
-			stored[s.idKey(a, sess, id)] = true
-		}
-		return rows.Err()
+		return nil
 	})
 	return stored, err
+}
+
+// readKeys adds the idKey of every row of a query that selects three id columns to into.
+func (s *Store) readKeys(ctx context.Context, tx *sql.Tx, into map[string]bool, query string, args ...any) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a, b, c string
+		if err := rows.Scan(&a, &b, &c); err != nil {
+			return err
+		}
+		into[s.idKey(a, b, c)] = true
+	}
+	return rows.Err()
 }
 
 // maxMessageRows bounds the rows of one multi-row message insert (12 parameters a row).

@@ -3,9 +3,8 @@
 // `membus up` on free loopback ports. Checks what lands in membus over its HTTP API.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,6 +15,7 @@ import {
   finalizeHarnessContextEngineTurn,
 } from "openclaw/plugin-sdk/agent-harness-runtime";
 import { openClawSessionId } from "../../src/ids.js";
+import { startMembusUp, stopMembusUp } from "./membus-up.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const pluginDir = resolve(here, "../..");
@@ -32,32 +32,13 @@ const warn = (m) => process.stderr.write(`[openclaw warn] ${m}\n`);
 
 let membus, dataDir, stateDir, http, devKey, natsUrl, apiKey, registry, engine;
 
-async function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once("error", rej);
-    s.listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => res(port)); });
-  });
-}
-
 async function startMembus() {
   dataDir = mkdtempSync(join(tmpdir(), "membus-oc-it-"));
-  const [h, n] = [await freePort(), await freePort()];
-  http = `http://127.0.0.1:${h}`;
-  membus = spawn(membusBin, ["up", "--data-dir", dataDir, "--http-addr", `127.0.0.1:${h}`, "--nats-listen", `127.0.0.1:${n}`, "--embedder", "hash", "--log-level", "warn"], { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  let err = "";
-  membus.stderr.on("data", (d) => { err += d; });
-  await new Promise((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`membus up did not start in 30s:\n${out}\n${err.slice(-2000)}`)), 30000);
-    membus.on("exit", (code) => { clearTimeout(timer); rej(new Error(`membus up exited ${code}:\n${out}\n${err.slice(-2000)}`)); });
-    membus.stdout.on("data", (d) => {
-      out += d;
-      const plugin = /openclaw membus setup --nats-url (\S+)/.exec(out);
-      const key = /dev API key[^:]*:\s*(\S+)/.exec(out);
-      if (plugin && key) { natsUrl = plugin[1]; devKey = key[1]; clearTimeout(timer); res(); }
-    });
-  });
+  const up = await startMembusUp(membusBin, dataDir, [], [/openclaw membus setup --nats-url (\S+)/, /dev API key[^:]*:\s*(\S+)/]);
+  membus = up.proc;
+  http = up.http;
+  natsUrl = up.matches[0][1];
+  devKey = up.matches[1][1];
   // The plugin's bus credential: an admin key of the account (the README's setup line).
   apiKey = execFileSync(membusBin, ["keys", "create", "--data-dir", dataDir, "--account", "default", "--role", "admin", "--name", "openclaw"], { encoding: "utf8" }).trim();
 }
@@ -112,12 +93,7 @@ before(async () => {
 
 after(async () => {
   await engine?.dispose?.();
-  if (membus && membus.exitCode === null) {
-    const exited = new Promise((r) => membus.once("exit", r));
-    membus.kill("SIGINT");
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 10000))]);
-    if (membus.exitCode === null) membus.kill("SIGKILL");
-  }
+  await stopMembusUp(membus);
   for (const d of [dataDir, stateDir]) if (d) rmSync(d, { recursive: true, force: true });
 });
 

@@ -3,13 +3,13 @@
 // (natsTlsCa) — and refusing the server without it.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { status } from "../../src/cli.js";
+import { startMembusUp, stopMembusUp } from "./membus-up.js";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
 const membusBin = process.env.MEMBUS_BIN || join(repoRoot, "bin/membus");
@@ -20,14 +20,6 @@ const skip = why ? (process.env.CI === "true" ? assert.fail(why) : why) : false;
 
 let dir, membus, natsUrl, tlsCa, apiKey, certFile, setupLine;
 
-async function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once("error", rej);
-    s.listen(0, "127.0.0.1", () => { const { port } = /** @type {any} */ (s.address()); s.close(() => res(port)); });
-  });
-}
-
 before(async () => {
   if (skip) return;
   dir = mkdtempSync(join(tmpdir(), "membus-oc-tls-"));
@@ -36,30 +28,14 @@ before(async () => {
   execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
     "-keyout", keyFile, "-out", certFile, "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"], { stdio: "ignore" });
   const dataDir = join(dir, "data");
-  const [h, n] = [await freePort(), await freePort()];
-  membus = spawn(membusBin, ["up", "--data-dir", dataDir, "--http-addr", `127.0.0.1:${h}`, "--nats-listen", `127.0.0.1:${n}`,
-    "--embedder", "hash", "--log-level", "warn", "--tls-cert", certFile, "--tls-key", keyFile], { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "", err = "";
-  membus.stderr.on("data", (d) => { err += d; });
-  await new Promise((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`membus up did not start in 30s:\n${out}\n${err.slice(-2000)}`)), 30000);
-    membus.on("exit", (code) => { clearTimeout(timer); rej(new Error(`membus up exited ${code}:\n${out}\n${err.slice(-2000)}`)); });
-    membus.stdout.on("data", (d) => {
-      out += d;
-      const m = /openclaw membus setup --nats-url (\S+) --nats-tls-ca (\S+)/.exec(out);
-      if (m) { setupLine = m[0]; natsUrl = m[1]; tlsCa = m[2]; clearTimeout(timer); res(undefined); }
-    });
-  });
+  const up = await startMembusUp(membusBin, dataDir, ["--tls-cert", certFile, "--tls-key", keyFile], [/openclaw membus setup --nats-url (\S+) --nats-tls-ca (\S+)/]);
+  membus = up.proc;
+  [setupLine, natsUrl, tlsCa] = up.matches[0];
   apiKey = execFileSync(membusBin, ["keys", "create", "--data-dir", dataDir, "--account", "default", "--role", "admin", "--name", "openclaw"], { encoding: "utf8" }).trim();
 }, { timeout: 60000 });
 
 after(async () => {
-  if (membus && membus.exitCode === null) {
-    const exited = new Promise((r) => membus.once("exit", r));
-    membus.kill("SIGINT");
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 10000))]);
-    if (membus.exitCode === null) membus.kill("SIGKILL");
-  }
+  await stopMembusUp(membus);
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
