@@ -156,27 +156,43 @@ func withStore(load func() (config.Config, error), f func(ctx context.Context, s
 	return f(ctx, st)
 }
 
+// maxKeysPerCreate bounds --count: enough for a load run's clients, not a typo's million.
+const maxKeysPerCreate = 10000
+
 func keysCreateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create",
 		Short: "create a key and print it alone on stdout (it is shown once)",
 		Example: `  membus keys create --account acme --user alice --role user
-  membus keys create --account acme --role admin      # acts for any user of acme (X-Membus-User)`,
+  membus keys create --account acme --role admin      # acts for any user of acme (X-Membus-User)
+  membus keys create --account load --user load --count 200 > keys.txt   # users load-1 … load-200 (membus bench http --keys)`,
 		Args: cli.NoArgs,
 	}
 	account := cmd.Flags().String("account", "", "account (tenant) id (required)")
 	user := cmd.Flags().String("user", "", "user id (required for role user)")
 	role := cmd.Flags().String("role", "user", "user | admin | operator")
 	name := cmd.Flags().String("name", "", "a label for the key")
+	count := cmd.Flags().Int("count", 1, "create this many keys, one per line; role user: for users <user>-1 … <user>-N")
 	load := withConfig(cmd, storeFlags...)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *count < 1 || *count > maxKeysPerCreate {
+			return cli.Usagef("--count must be 1 to %d", maxKeysPerCreate)
+		}
 		return withStore(load, func(ctx context.Context, st *store.Store) error {
-			key, _, err := st.CreateKey(ctx, *account, *user, *role, *name)
-			if err != nil {
-				return err
+			for i := 1; i <= *count; i++ {
+				u := *user
+				if *count > 1 && u != "" {
+					u = fmt.Sprintf("%s-%d", u, i)
+				}
+				key, _, err := st.CreateKey(ctx, *account, u, *role, *name)
+				if err != nil {
+					return err
+				}
+				if _, err := fmt.Fprintln(cmd.OutOrStdout(), key); err != nil {
+					return err
+				}
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), key)
-			return err
+			return nil
 		})
 	}
 	return cmd

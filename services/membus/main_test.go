@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,5 +133,37 @@ func TestKeysListJSONEmptyIsAnArray(t *testing.T) {
 	}
 	if got := strings.TrimSpace(stdout.String()); got != "[]" {
 		t.Errorf("keys list --json of no keys = %q, want []", got)
+	}
+}
+
+// --count makes one key per user <user>-1 … <user>-N, one per line (what bench http --keys reads).
+func TestKeysCreateCount(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"keys", "create", "--account", "load", "--user", "load", "--count", "3", "--data-dir", dir}, &stdout, &stderr); code != 0 {
+		t.Fatalf("keys create --count 3: exit %d: %s", code, stderr.String())
+	}
+	if keys := strings.Fields(stdout.String()); len(keys) != 3 || keys[0] == keys[1] {
+		t.Fatalf("keys create --count 3 printed %q, want three different keys", stdout.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"keys", "list", "--account", "load", "--json", "--data-dir", dir}, &stdout, &stderr); code != 0 {
+		t.Fatalf("keys list: exit %d: %s", code, stderr.String())
+	}
+	var listed []keyJSON
+	if err := json.Unmarshal(stdout.Bytes(), &listed); err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	for _, k := range listed {
+		users = append(users, k.UserID)
+	}
+	slices.Sort(users)
+	if want := []string{"load-1", "load-2", "load-3"}; !slices.Equal(users, want) {
+		t.Errorf("users %v, want %v", users, want)
+	}
+	stderr.Reset()
+	if code := run([]string{"keys", "create", "--account", "load", "--user", "load", "--count", "0", "--data-dir", dir}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--count") {
+		t.Errorf("--count 0: exit %d, %q; want a usage error naming --count", code, stderr.String())
 	}
 }
