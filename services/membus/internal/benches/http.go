@@ -152,7 +152,7 @@ func benchHTTPCmd() *cobra.Command {
 			res.Latencies = lat
 			res.Ops = len(lat) + int(errs.Load())
 			mu.Unlock()
-			res.Backend, res.Size = backend, *clients
+			res.Backend, res.Size, res.RSSMB = backend, *clients, 0
 			if backend == "embedded" {
 				res.Sync, res.RSSMB = *syncMode, bench.RSSMB() // an external target's memory is not this process's
 			}
