@@ -83,7 +83,8 @@ func benchHTTPCmd() *cobra.Command {
 			var mu sync.Mutex
 			status := map[int]int{}
 			var lat []time.Duration // request latencies only, without the clients' pacing
-			do := func(ctx context.Context, key, method, path string, body any) {
+			byKind := map[string][]time.Duration{}
+			do := func(ctx context.Context, kind, key, method, path string, body any) {
 				b, _ := json.Marshal(body)
 				req, _ := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(b))
 				req.Header.Set("Authorization", "Bearer "+key)
@@ -102,6 +103,7 @@ func benchHTTPCmd() *cobra.Command {
 				mu.Lock()
 				status[resp.StatusCode]++
 				lat = append(lat, d)
+				byKind[kind] = append(byKind[kind], d)
 				mu.Unlock()
 				switch {
 				case resp.StatusCode == http.StatusTooManyRequests:
@@ -131,9 +133,9 @@ func benchHTTPCmd() *cobra.Command {
 				case <-time.After(wait):
 				}
 				if (i*7919)%100 < *recallShare { // a fixed, well-spread mix
-					do(ctx, keys[c], "POST", "/v1/recall", map[string]any{"query": "where does the user live and what do they love?"})
+					do(ctx, "recall", keys[c], "POST", "/v1/recall", map[string]any{"query": "where does the user live and what do they love?"})
 				} else {
-					do(ctx, keys[c], "POST", fmt.Sprintf("/v1/sessions/load-%s-%d/messages", run, c), map[string]any{"messages": []map[string]any{
+					do(ctx, "append", keys[c], "POST", fmt.Sprintf("/v1/sessions/load-%s-%d/messages", run, c), map[string]any{"messages": []map[string]any{
 						{"role": "user", "content": facts[i%len(facts)], "external_id": fmt.Sprintf("m-%d", i)}}})
 				}
 				return 1, nil
@@ -161,6 +163,13 @@ func benchHTTPCmd() *cobra.Command {
 			line["error_rate"] = float64(errs.Load()) / total
 			line["rate_limited"] = limited.Load()
 			line["status"] = status
+			kinds := []string{"append", "recall"}
+			for _, k := range kinds {
+				if l := byKind[k]; len(l) > 0 {
+					slices.Sort(l)
+					line[k+"_p50_ms"], line[k+"_p99_ms"] = ms(bench.Result{Latencies: l}.Percentile(50)), ms(bench.Result{Latencies: l}.Percentile(99))
+				}
+			}
 			if *asJSON {
 				if err := json.NewEncoder(stdout).Encode(line); err != nil {
 					fmt.Fprintf(stderr, "membus bench http: %v\n", err)
@@ -169,7 +178,13 @@ func benchHTTPCmd() *cobra.Command {
 				return 0
 			}
 			fmt.Fprintf(stdout, "http load on %s: %d clients for %s (%d%% recall), %d requests, %.0f req/s\n", base, *clients, *dur, *recallShare, res.Ops, res.OpsPerSec())
-			fmt.Fprintf(stdout, "  latency p50 %.1f ms  p95 %.1f ms  p99 %.1f ms\n", ms(res.Percentile(50)), ms(res.Percentile(95)), ms(res.Percentile(99)))
+			fmt.Fprintf(stdout, "  latency p50 %.1f ms  p95 %.1f ms  p99 %.1f ms", ms(res.Percentile(50)), ms(res.Percentile(95)), ms(res.Percentile(99)))
+			for _, k := range kinds {
+				if l := byKind[k]; len(l) > 0 {
+					fmt.Fprintf(stdout, "; %s p50 %.1f ms p99 %.1f ms", k, ms(bench.Result{Latencies: l}.Percentile(50)), ms(bench.Result{Latencies: l}.Percentile(99)))
+				}
+			}
+			fmt.Fprintln(stdout)
 			fmt.Fprintf(stdout, "  errors %d (%.3f%%), rate-limited %d, statuses %v", errs.Load(), 100*float64(errs.Load())/total, limited.Load(), status)
 			if res.RSSMB > 0 {
 				fmt.Fprintf(stdout, ", rss %.0f MB", res.RSSMB)

@@ -65,7 +65,7 @@ func TestBenchHTTPAgainstARunningGateway(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	if line["backend"] != "external" || line["size"].(float64) != 3 || line["error_rate"].(float64) != 0 || line["p50_ms"] == nil || line["rss_mb"] != nil {
+	if line["backend"] != "external" || line["size"].(float64) != 3 || line["error_rate"].(float64) != 0 || line["p50_ms"] == nil || line["rss_mb"] != nil || line["recall_p50_ms"] == nil || line["append_p99_ms"] == nil {
 		t.Errorf("want 3 clients on the external gateway, requests, no errors and no RSS (not this process's): %s", out.String())
 	}
 }
