@@ -47,7 +47,8 @@ type RunnerConfig struct {
 
 	OnOutcome func(outcome string) // optional metrics hook (Outcome* constants)
 	// OnAcked is an optional metrics hook called after each handled batch's successes were
-	// acked, with how many there were and how long acking them (concurrently) took.
+	// acked, with how many there were and how long sending their acks took (they are not
+	// confirmed: see ackAll).
 	OnAcked func(acked int, took time.Duration)
 
 	// Additions to the brief.
@@ -457,34 +458,33 @@ func (r *Runner) heartbeat(ds []delivery) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// ackAll acks the batch's handled messages concurrently: each confirmed ack waits for the
-// server (an fsync with SyncAlways), so one at a time they would cost a batch of 256 as many
-// round trips in a row. It returns how many it acked (or tried to).
+// ackAll acks the batch's handled messages and returns how many it acked (or tried to).
+//
+// The acks are not confirmed (Ack, not DoubleAck): each is written to the connection and the
+// runner moves on to its next fetch. A confirmed ack waits a round trip, and with SyncAlways a
+// server fsync, per message — most of a durable batch's time, for nothing delivery relies on.
+// An ack only stops a redelivery, and every handler is idempotent (docs/design.md §5): the
+// durable write is done before the ack is sent, and an ack the server never applied (a
+// dropped connection, a server crash before it synced the consumer's state) only means the
+// message comes again after AckWait, to be deduplicated — by SQL's unique key for a turn, by
+// the archive's request id for a commit, by the outbox row's id for what a handler queued.
+// The acks of one connection reach the server in order and before the next fetch's request,
+// and closing (or draining) the connection flushes those still buffered.
 func (r *Runner) ackAll(ctx context.Context, ds []delivery, errs []error) int {
-	const parallel = 32
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
 	n := 0
 	for i, d := range ds {
 		if errs[i] != nil {
 			continue
 		}
 		n++
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			r.ack(ctx, d)
-		}()
+		r.ack(ctx, d)
 	}
-	wg.Wait()
 	return n
 }
 
+// ack acks one handled message (unconfirmed, see ackAll) and forgets its failure count.
 func (r *Runner) ack(ctx context.Context, d delivery) {
-	actx, cancel := context.WithTimeout(ctx, defaultTimeout)
-	defer cancel()
-	if err := d.jm.DoubleAck(actx); err != nil {
+	if err := d.jm.Ack(); err != nil {
 		// Redelivered later; handlers are idempotent.
 		r.log.Warn("ack failed", "subject", d.m.Subject, "seq", d.m.StreamSeq, "err", err)
 		return
