@@ -35,12 +35,16 @@ type RunnerConfig struct {
 	Stream         string   // kind: StreamTurns, StreamCommits or StreamEvents
 	FilterSubjects []string // default: the whole stream
 
-	Batch       int                             // messages per Fetch; default 64
-	MaxFailures int                             // own failures before dead-lettering; default DefaultMaxFailures
-	AckWait     time.Duration                   // default 30s; InProgress every AckWait/3
-	Backoff     func(attempt int) time.Duration // retry and re-probe delay; default 1s doubling to 1m
-	Probes      []Probe
-	Logger      *slog.Logger // default slog.Default()
+	Batch int // messages per Fetch; default 64
+	// MaxAckPending bounds the messages delivered and not yet acked over every runner of the
+	// durable; default the server's (1000). A Fetch beyond it waits for acks, so runners that
+	// share the durable need at least their Batch times their number.
+	MaxAckPending int
+	MaxFailures   int                             // own failures before dead-lettering; default DefaultMaxFailures
+	AckWait       time.Duration                   // default 30s; InProgress every AckWait/3
+	Backoff       func(attempt int) time.Duration // retry and re-probe delay; default 1s doubling to 1m
+	Probes        []Probe
+	Logger        *slog.Logger // default slog.Default()
 
 	Handler      Handler      // exactly one of Handler and BatchHandler
 	BatchHandler BatchHandler //
@@ -208,6 +212,7 @@ func (r *Runner) ensureConsumer(ctx context.Context) (jetstream.Consumer, error)
 		AckWait:       r.cfg.AckWait,
 		MaxDeliver:    -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
+		MaxAckPending: r.cfg.MaxAckPending,
 	}
 	if len(r.cfg.FilterSubjects) == 1 {
 		cc.FilterSubject = r.cfg.FilterSubjects[0]
