@@ -474,28 +474,51 @@ func (r *Runner) heartbeat(ds []delivery) (stop func()) {
 // message comes again after AckWait, to be deduplicated — by SQL's unique key for a turn, by
 // the archive's request id for a commit, by the outbox row's id for what a handler queued.
 // The acks of one connection reach the server in order and before the next fetch's request,
-// and closing (or draining) the connection flushes those still buffered.
+// and closing (or draining) the connection flushes those still buffered. The failure counts
+// of redelivered messages are then forgotten concurrently (a KV round trip or two each).
 func (r *Runner) ackAll(ctx context.Context, ds []delivery, errs []error) int {
 	n := 0
+	var redelivered []*Msg
 	for i, d := range ds {
 		if errs[i] != nil {
 			continue
 		}
 		n++
-		r.ack(ctx, d)
+		if r.sendAck(d) && d.m.NumDelivered > 1 {
+			redelivered = append(redelivered, d.m)
+		}
 	}
+	const parallel = 32
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for _, m := range redelivered {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r.forgetFailures(ctx, m)
+		}()
+	}
+	wg.Wait()
 	return n
 }
 
 // ack acks one handled message (unconfirmed, see ackAll) and forgets its failure count.
 func (r *Runner) ack(ctx context.Context, d delivery) {
+	if r.sendAck(d) {
+		r.forgetFailures(ctx, d.m)
+	}
+}
+
+// sendAck sends the ack of one handled message and reports whether it went out.
+func (r *Runner) sendAck(d delivery) bool {
 	if err := d.jm.Ack(); err != nil {
 		// Redelivered later; handlers are idempotent.
 		r.log.Warn("ack failed", "subject", d.m.Subject, "seq", d.m.StreamSeq, "err", err)
-		return
+		return false
 	}
-	r.forgetFailures(ctx, d.m)
 	r.outcome(OutcomeAck)
+	return true
 }
 
 func (r *Runner) nakOutage(d delivery) {
