@@ -35,19 +35,24 @@ type RunnerConfig struct {
 	Stream         string   // kind: StreamTurns, StreamCommits or StreamEvents
 	FilterSubjects []string // default: the whole stream
 
-	Batch       int                             // messages per Fetch; default 64
-	MaxFailures int                             // own failures before dead-lettering; default DefaultMaxFailures
-	AckWait     time.Duration                   // default 30s; InProgress every AckWait/3
-	Backoff     func(attempt int) time.Duration // retry and re-probe delay; default 1s doubling to 1m
-	Probes      []Probe
-	Logger      *slog.Logger // default slog.Default()
+	Batch int // messages per Fetch; default 64
+	// MaxAckPending bounds the messages delivered and not yet acked over every runner of the
+	// durable; default the server's (1000). A Fetch beyond it waits for acks, so runners that
+	// share the durable need at least their Batch times their number.
+	MaxAckPending int
+	MaxFailures   int                             // own failures before dead-lettering; default DefaultMaxFailures
+	AckWait       time.Duration                   // default 30s; InProgress every AckWait/3
+	Backoff       func(attempt int) time.Duration // retry and re-probe delay; default 1s doubling to 1m
+	Probes        []Probe
+	Logger        *slog.Logger // default slog.Default()
 
 	Handler      Handler      // exactly one of Handler and BatchHandler
 	BatchHandler BatchHandler //
 
 	OnOutcome func(outcome string) // optional metrics hook (Outcome* constants)
 	// OnAcked is an optional metrics hook called after each handled batch's successes were
-	// acked, with how many there were and how long acking them (concurrently) took.
+	// acked, with how many there were and how long sending their acks took (they are not
+	// confirmed: see ackAll).
 	OnAcked func(acked int, took time.Duration)
 
 	// Additions to the brief.
@@ -207,6 +212,7 @@ func (r *Runner) ensureConsumer(ctx context.Context) (jetstream.Consumer, error)
 		AckWait:       r.cfg.AckWait,
 		MaxDeliver:    -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
+		MaxAckPending: r.cfg.MaxAckPending,
 	}
 	if len(r.cfg.FilterSubjects) == 1 {
 		cc.FilterSubject = r.cfg.FilterSubjects[0]
@@ -457,40 +463,62 @@ func (r *Runner) heartbeat(ds []delivery) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// ackAll acks the batch's handled messages concurrently: each confirmed ack waits for the
-// server (an fsync with SyncAlways), so one at a time they would cost a batch of 256 as many
-// round trips in a row. It returns how many it acked (or tried to).
+// ackAll acks the batch's handled messages and returns how many it acked (or tried to).
+//
+// The acks are not confirmed (Ack, not DoubleAck): each is written to the connection and the
+// runner moves on to its next fetch. A confirmed ack waits a round trip, and with SyncAlways a
+// server fsync, per message — most of a durable batch's time, for nothing delivery relies on.
+// An ack only stops a redelivery, and every handler is idempotent (docs/design.md §5): the
+// durable write is done before the ack is sent, and an ack the server never applied (a
+// dropped connection, a server crash before it synced the consumer's state) only means the
+// message comes again after AckWait, to be deduplicated — by SQL's unique key for a turn, by
+// the archive's request id for a commit, by the outbox row's id for what a handler queued.
+// The acks of one connection reach the server in order and before the next fetch's request,
+// and closing (or draining) the connection flushes those still buffered. The failure counts
+// of redelivered messages are then forgotten concurrently (a KV round trip or two each).
 func (r *Runner) ackAll(ctx context.Context, ds []delivery, errs []error) int {
-	const parallel = 32
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
 	n := 0
+	var redelivered []*Msg
 	for i, d := range ds {
 		if errs[i] != nil {
 			continue
 		}
 		n++
+		if r.sendAck(d) && d.m.NumDelivered > 1 {
+			redelivered = append(redelivered, d.m)
+		}
+	}
+	const parallel = 32
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for _, m := range redelivered {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r.ack(ctx, d)
+			r.forgetFailures(ctx, m)
 		}()
 	}
 	wg.Wait()
 	return n
 }
 
+// ack acks one handled message (unconfirmed, see ackAll) and forgets its failure count.
 func (r *Runner) ack(ctx context.Context, d delivery) {
-	actx, cancel := context.WithTimeout(ctx, defaultTimeout)
-	defer cancel()
-	if err := d.jm.DoubleAck(actx); err != nil {
+	if r.sendAck(d) {
+		r.forgetFailures(ctx, d.m)
+	}
+}
+
+// sendAck sends the ack of one handled message and reports whether it went out.
+func (r *Runner) sendAck(d delivery) bool {
+	if err := d.jm.Ack(); err != nil {
 		// Redelivered later; handlers are idempotent.
 		r.log.Warn("ack failed", "subject", d.m.Subject, "seq", d.m.StreamSeq, "err", err)
-		return
+		return false
 	}
-	r.forgetFailures(ctx, d.m)
 	r.outcome(OutcomeAck)
+	return true
 }
 
 func (r *Runner) nakOutage(d delivery) {

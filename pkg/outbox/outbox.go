@@ -26,11 +26,11 @@ var ErrUnpublishable = errors.New("unpublishable")
 
 // Store is the SQL side of the transactional outbox.
 type Store interface {
-	// Claim locks up to limit unsent rows (SELECT … FOR UPDATE SKIP LOCKED on MySQL; SQLite's
-	// single writer) in one transaction, calls fn for each in order, marks sent those fn
-	// returned nil for, marks dead (with the error text) those fn returned an error wrapping
-	// ErrUnpublishable for, stops at the first other error (leaving the rest unsent), commits
-	// and returns how many were marked. With subjects, only rows whose subject starts with one
+	// Claim takes up to limit unsent rows that no other claim holds (SELECT … FOR UPDATE SKIP
+	// LOCKED on MySQL; on SQLite, one claim of the process at a time), calls fn for each in
+	// order, marks sent those fn returned nil for, marks dead (with the error text) those fn
+	// returned an error wrapping ErrUnpublishable for, stops at the first other error (leaving
+	// the rest unsent) and returns how many were marked. With subjects, only rows whose subject starts with one
 	// of them are claimed (a relay claims what its NATS user may publish); nil claims every row.
 	Claim(ctx context.Context, limit int, subjects []string, fn func(ctx context.Context, row Row) error) (int, error)
 	// Prune deletes rows sent before sentBefore and returns how many.

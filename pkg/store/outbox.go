@@ -34,11 +34,16 @@ func (s *Store) Outbox() outbox.Store { return outboxStore{s} }
 
 type outboxStore struct{ s *Store }
 
-// Claim implements outbox.Store: rows are locked with FOR UPDATE SKIP LOCKED on MySQL so
-// concurrent relays never hold one row at once; SQLite's immediate transaction excludes them.
+// Claim implements outbox.Store. On MySQL the rows are locked with FOR UPDATE SKIP LOCKED in
+// the transaction that marks them, so concurrent relays never hold one row at once. On SQLite
+// (one process's database) the claim must not hold the database's single write lock while fn
+// publishes: a publish waits for JetStream's PubAck — an fsync with sync always — and ingest,
+// extract and every other writer would wait with it. There the store's claim mutex keeps this
+// process's relays apart instead: the rows are read, handed to fn, and marked in one short
+// transaction after. A row erased meanwhile is published all the same, as on MySQL, where the
+// erase waits for the claim's row locks: the tombstone, not the outbox row, stops what follows.
 func (o outboxStore) Claim(ctx context.Context, limit int, subjects []string, fn func(context.Context, outbox.Row) error) (int, error) {
 	s := o.s
-	marked := 0
 	// A prefix is compared with SUBSTR, not LIKE: subject prefixes may hold "_", a LIKE wildcard.
 	var where string
 	var args []any
@@ -54,50 +59,82 @@ func (o outboxStore) Claim(ctx context.Context, limit int, subjects []string, fn
 		where = " AND (" + strings.Join(conds, " OR ") + ")"
 	}
 	args = append(args, limit)
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		marked = 0
-		q := "SELECT id, subject, payload, created_us, attempts FROM outbox WHERE sent_us IS NULL AND dead_us IS NULL" + where + " ORDER BY created_us, id LIMIT ?"
-		if s.dialect == MySQL {
-			q += " FOR UPDATE SKIP LOCKED"
+	q := "SELECT id, subject, payload, created_us, attempts FROM outbox WHERE sent_us IS NULL AND dead_us IS NULL" + where + " ORDER BY created_us, id LIMIT ?"
+	if s.dialect == SQLite {
+		s.claimMu.Lock()
+		defer s.claimMu.Unlock()
+		batch, err := readOutbox(ctx, s.db, q, args)
+		if err != nil {
+			return 0, err
 		}
-		rows, err := tx.QueryContext(ctx, q, args...)
+		outcomes := publishOutbox(ctx, batch, fn)
+		if len(outcomes) == 0 {
+			return 0, nil
+		}
+		err = s.inTx(ctx, func(tx *sql.Tx) error { return s.markOutbox(ctx, tx, batch, outcomes) })
+		return len(outcomes), err
+	}
+	marked := 0
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		batch, err := readOutbox(ctx, tx, q+" FOR UPDATE SKIP LOCKED", args)
 		if err != nil {
 			return err
 		}
-		var batch []outbox.Row
-		for rows.Next() {
-			var r outbox.Row
-			var us int64
-			if err := rows.Scan(&r.ID, &r.Subject, &r.Payload, &us, &r.Attempts); err != nil {
-				rows.Close()
-				return err
-			}
-			r.CreatedAt = time.UnixMicro(us)
-			batch = append(batch, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, r := range batch {
-			perr := fn(ctx, r)
-			switch {
-			case perr == nil:
-				if _, err := tx.ExecContext(ctx, "UPDATE outbox SET sent_us = ?, attempts = attempts + 1 WHERE id = ?", s.nowUS(), r.ID); err != nil {
-					return err
-				}
-			case errors.Is(perr, outbox.ErrUnpublishable):
-				if _, err := tx.ExecContext(ctx, "UPDATE outbox SET dead_us = ?, dead_reason = ?, attempts = attempts + 1 WHERE id = ?", s.nowUS(), perr.Error(), r.ID); err != nil {
-					return err
-				}
-			default:
-				return nil // keep what was marked; the rest stays pending
-			}
-			marked++
-		}
-		return nil
+		outcomes := publishOutbox(ctx, batch, fn)
+		marked = len(outcomes)
+		return s.markOutbox(ctx, tx, batch, outcomes)
 	})
 	return marked, err
+}
+
+// readOutbox reads the rows a claim query selects.
+func readOutbox(ctx context.Context, q querier, query string, args []any) ([]outbox.Row, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var batch []outbox.Row
+	for rows.Next() {
+		var r outbox.Row
+		var us int64
+		if err := rows.Scan(&r.ID, &r.Subject, &r.Payload, &us, &r.Attempts); err != nil {
+			return nil, err
+		}
+		r.CreatedAt = time.UnixMicro(us)
+		batch = append(batch, r)
+	}
+	return batch, rows.Err()
+}
+
+// publishOutbox hands the rows to fn in order and returns fn's error of each row settled —
+// nil (sent) or one wrapping ErrUnpublishable (dead) — stopping at the first other error.
+func publishOutbox(ctx context.Context, batch []outbox.Row, fn func(context.Context, outbox.Row) error) []error {
+	var outcomes []error
+	for _, r := range batch {
+		perr := fn(ctx, r)
+		if perr != nil && !errors.Is(perr, outbox.ErrUnpublishable) {
+			break // the rest stays pending
+		}
+		outcomes = append(outcomes, perr)
+	}
+	return outcomes
+}
+
+// markOutbox marks the first len(outcomes) rows of batch sent or dead.
+func (s *Store) markOutbox(ctx context.Context, tx *sql.Tx, batch []outbox.Row, outcomes []error) error {
+	for i, perr := range outcomes {
+		var err error
+		if perr == nil {
+			_, err = tx.ExecContext(ctx, "UPDATE outbox SET sent_us = ?, attempts = attempts + 1 WHERE id = ?", s.nowUS(), batch[i].ID)
+		} else {
+			_, err = tx.ExecContext(ctx, "UPDATE outbox SET dead_us = ?, dead_reason = ?, attempts = attempts + 1 WHERE id = ?", s.nowUS(), perr.Error(), batch[i].ID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Prune deletes rows sent before the cut-off (the stream's duplicate window has passed).

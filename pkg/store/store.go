@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -37,6 +38,8 @@ type Store struct {
 	db      *sql.DB
 	dialect string
 	now     func() time.Time
+	// claimMu keeps the outbox claims of this process apart on SQLite (outboxStore.Claim).
+	claimMu sync.Mutex
 }
 
 // Option configures a Store.

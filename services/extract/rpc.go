@@ -29,7 +29,7 @@ func (s *Service) handleCommitRPC(ctx context.Context, account string, req micro
 		return
 	}
 	go func() {
-		res, err := s.SyncCommit(ctx, account, r)
+		res, save, err := s.syncCommit(ctx, account, r)
 		if errors.Is(err, store.ErrNotFound) {
 			_ = bus.RespondError(req, bus.CodeNotFound, fmt.Errorf("session %s not found", r.SessionID))
 			return
@@ -39,6 +39,9 @@ func (s *Service) handleCommitRPC(ctx context.Context, account string, req micro
 			return
 		}
 		_ = bus.RespondJSON(req, res)
+		// Stored after the reply, which need not wait for a write that only answers a repeated
+		// request id: a repeat that comes before it finds the archive instead (resultFromArchive).
+		save()
 	}()
 }
 
@@ -47,10 +50,19 @@ func (s *Service) handleCommitRPC(ctx context.Context, account string, req micro
 // commit_completed event (docs/design.md §5 "Synchronous commit"). A repeated request id gets the
 // stored result.
 func (s *Service) SyncCommit(ctx context.Context, account string, r contract.CommitRPCRequest) (contract.CommitResult, error) {
+	res, save, err := s.syncCommit(ctx, account, r)
+	save()
+	return res, err
+}
+
+// syncCommit is SyncCommit but for storing the result: the function it returns does that (or
+// nothing, for a result not to store), so the RPC can reply first.
+func (s *Service) syncCommit(ctx context.Context, account string, r contract.CommitRPCRequest) (contract.CommitResult, func(), error) {
+	nothing := func() {}
 	if b, err := s.d.Store.CommitResult(ctx, account, r.RequestID); err == nil {
 		var res contract.CommitResult
 		if json.Unmarshal(b, &res) == nil {
-			return res, nil
+			return res, nothing, nil
 		}
 	}
 	// Tenancy (docs/design.md §3): another user's session answers exactly like a missing one, so its
@@ -66,20 +78,20 @@ func (s *Service) SyncCommit(ctx context.Context, account string, r contract.Com
 
 	if err := s.waitIngested(ctx, account, r.SessionID); err != nil {
 		if ctx.Err() != nil {
-			return timedOut, nil
+			return timedOut, nothing, nil
 		}
-		return contract.CommitResult{}, err
+		return contract.CommitResult{}, nothing, err
 	}
 	// Checked once every earlier turn is applied: the session may be created by one of them.
 	sess, err := s.d.Store.GetSession(ctx, account, r.SessionID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && r.UserID != "" && sess.UserID != r.UserID) {
-		return skipped, nil
+		return skipped, nothing, nil
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return timedOut, nil
+			return timedOut, nothing, nil
 		}
-		return contract.CommitResult{}, err
+		return contract.CommitResult{}, nothing, err
 	}
 	// Subscribe before queueing so the completion cannot slip past.
 	done := make(chan contract.Event, 4)
@@ -93,7 +105,7 @@ func (s *Service) SyncCommit(ctx context.Context, account string, r contract.Com
 		}
 	})
 	if err != nil {
-		return contract.CommitResult{}, err
+		return contract.CommitResult{}, nothing, err
 	}
 	// A failed unsubscribe leaves a subscription on a unique inbox that nothing publishes to
 	// again; the connection drops it on close.
@@ -108,20 +120,21 @@ func (s *Service) SyncCommit(ctx context.Context, account string, r contract.Com
 		SessionID: r.SessionID, Kind: kind, KeepRecent: r.KeepRecent, CreatedAt: s.d.Now().UTC(),
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return skipped, nil
+		return skipped, nothing, nil
 	}
 	if err != nil {
-		return contract.CommitResult{}, err
+		return contract.CommitResult{}, nothing, err
 	}
 	s.d.KickOutbox()
 	if !r.Wait {
-		return contract.CommitResult{V: contract.Version, OK: true, Status: contract.StatusAccepted, Memories: map[string]int{}}, nil
+		return contract.CommitResult{V: contract.Version, OK: true, Status: contract.StatusAccepted, Memories: map[string]int{}}, nothing, nil
 	}
-	save := func(res contract.CommitResult) contract.CommitResult {
-		if b, err := json.Marshal(res); err == nil {
-			_ = s.d.Store.SaveCommitResult(context.WithoutCancel(ctx), r.RequestID, account, r.SessionID, b)
-		}
-		return res
+	saved := func(res contract.CommitResult) (contract.CommitResult, func(), error) {
+		return res, func() {
+			if b, err := json.Marshal(res); err == nil {
+				_ = s.d.Store.SaveCommitResult(context.WithoutCancel(ctx), r.RequestID, account, r.SessionID, b)
+			}
+		}, nil
 	}
 	// The completion event is the fast path; the archive row is the truth, checked now (the
 	// commit may have finished before this call, e.g. after an earlier wait:false) and then
@@ -130,14 +143,14 @@ func (s *Service) SyncCommit(ctx context.Context, account string, r contract.Com
 	defer poll.Stop()
 	for {
 		if res, ok := s.resultFromArchive(ctx, account, r.RequestID); ok {
-			return save(res), nil
+			return saved(res)
 		}
 		select {
 		case ev := <-done:
-			return save(s.result(ctx, account, ev)), nil
+			return saved(s.result(ctx, account, ev))
 		case <-poll.C:
 		case <-ctx.Done():
-			return timedOut, nil
+			return timedOut, nothing, nil
 		}
 	}
 }
@@ -174,7 +187,10 @@ func (s *Service) result(ctx context.Context, account string, ev contract.Event)
 }
 
 // waitIngested returns once no turn event of the session published before the call is
-// still waiting in the TURNS work queue (ingest removes a message only after storing it).
+// still waiting in the TURNS work queue (ingest removes a message only after storing it). It
+// looks every 0.5 ms for the first 5 ms — a turn published just before the call is usually
+// stored within a few milliseconds, and one look is a cheap JetStream request — then twice as
+// long each time up to 20 ms.
 func (s *Service) waitIngested(ctx context.Context, account, session string) error {
 	stream, err := s.d.JS.Stream(ctx, s.d.Names.Stream(bus.StreamTurns))
 	if err != nil {
@@ -186,7 +202,11 @@ func (s *Service) waitIngested(ctx context.Context, account, session string) err
 	}
 	last := info.State.LastSeq
 	subject := s.d.Names.Turns(account, session)
-	for {
+	for looks := 1; ; looks++ {
+		wait := 500 * time.Microsecond
+		if looks > 10 {
+			wait = min(wait<<min(looks-10, 6), 20*time.Millisecond)
+		}
 		m, err := stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence > last) {
 			return nil
@@ -197,7 +217,7 @@ func (s *Service) waitIngested(ctx context.Context, account, session string) err
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
 }

@@ -26,8 +26,11 @@ import (
 // Config of the ingest service.
 type Config struct {
 	CommitTokenThreshold int // default contract.DefaultCommitTokenThreshold (docs/design.md §5)
-	Batch                int // messages per fetch (one SQL transaction), default 256
-	MaxFailures          int // default bus.DefaultMaxFailures
+	// Batch is the turn events of one fetch, stored in one SQL transaction (one commit, one
+	// fsync); default 512. The durable's MaxAckPending is at least twice Batch × Workers (the
+	// server's default of 1000 would hold back one worker's fetch until the other acks).
+	Batch       int
+	MaxFailures int // default bus.DefaultMaxFailures
 	// Workers are the fetch loops of one process on the shared durable: while one batch waits
 	// for its SQL commit (an fsync), another is decoded and written. Default 2.
 	Workers               int
@@ -42,7 +45,7 @@ type Config struct {
 
 // Defaults returns the defaults of docs/design.md §6.
 func Defaults() Config {
-	return Config{CommitTokenThreshold: contract.DefaultCommitTokenThreshold, Batch: 256, MaxFailures: bus.DefaultMaxFailures, Workers: 2,
+	return Config{CommitTokenThreshold: contract.DefaultCommitTokenThreshold, Batch: 512, MaxFailures: bus.DefaultMaxFailures, Workers: 2,
 		IdleCommit: config.DefaultIdleCommit}
 }
 
@@ -119,7 +122,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	for range max(cfg.Workers, 1) {
 		r, err := bus.NewRunner(deps.JS, deps.Names, bus.RunnerConfig{
 			Service: "ingest", Stream: bus.StreamTurns, Batch: cfg.Batch, MaxFailures: cfg.MaxFailures,
-			Probes: probes, Logger: deps.Logger, BatchHandler: s.handleBatch,
+			MaxAckPending: max(1000, 2*cfg.Batch*max(cfg.Workers, 1)),
+			Probes:        probes, Logger: deps.Logger, BatchHandler: s.handleBatch,
 			OnOutcome: func(o string) { outcomes.WithLabelValues(o).Inc() },
 			OnAcked:   s.stages.acked,
 		})

@@ -28,7 +28,8 @@ const (
 	// StageDedupCheck looks a redelivered event's messages up in the dedup keys (Redis; never
 	// on a first delivery).
 	StageDedupCheck = "dedup_check"
-	// StageAck is the runner acking the batch's stored messages, after the handler returned.
+	// StageAck is the runner sending the acks of the batch's stored messages, after the handler
+	// returned (unconfirmed: bus.Runner does not wait for the server's reply).
 	StageAck = "ack"
 )
 

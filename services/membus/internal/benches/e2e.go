@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type e2eParams struct {
 	embedder string
 	timeout  time.Duration // how long one turn may take to become recallable
 	progress io.Writer
+	notes    io.Writer // where each run's phase breakdown goes (nil: nowhere)
 }
 
 // errNotRecallable: the memory of a published turn did not appear in recall in time.
@@ -61,7 +63,7 @@ func benchE2ECmd() *cobra.Command {
 				fmt.Fprintln(stderr, "membus bench e2e: --embedder must name an embedder (hash, onnx, openai), not auto")
 				return 2
 			}
-			p := e2eParams{count: *count, warmup: *warmup, embedder: *embedder, timeout: *timeout}
+			p := e2eParams{count: *count, warmup: *warmup, embedder: *embedder, timeout: *timeout, notes: stderr}
 			rb, err := harness.BackendFlag(*backend)
 			if err != nil {
 				fmt.Fprintf(stderr, "membus bench e2e: %v\n", err)
@@ -127,12 +129,15 @@ func benchE2E(ctx context.Context, mode string, p e2eParams) (bench.Result, erro
 	if p.backend.RunID != "" {
 		account += "-" + p.backend.RunID
 	}
+	var phases e2ePhases
 	op := func(ctx context.Context, i int) (int, error) {
 		user, session := fmt.Sprintf("u-%d", i), fmt.Sprintf("s-%d", i)
 		ev := e2eTurn(account, user, session, i, time.Now().UTC())
+		start := time.Now()
 		if _, err := bus.PublishJSON(ctx, env.JS, env.Names.Turns(account, session), ev.EventID, ev); err != nil {
 			return 0, err
 		}
+		published := time.Now()
 		var res contract.CommitResult
 		if err := bus.Call(ctx, env.NC, env.Names.RPC(account, "commit"), contract.CommitRPCRequest{V: contract.Version,
 			RequestID: "e2e-" + session, UserID: user, AgentID: "main", SessionID: session, Kind: contract.CommitSync, Wait: true,
@@ -142,6 +147,7 @@ func benchE2E(ctx context.Context, mode string, p e2eParams) (bench.Result, erro
 		if res.Status != contract.StatusCompleted {
 			return 0, fmt.Errorf("commit: status %s (%s)", res.Status, res.Reason)
 		}
+		committed := time.Now()
 		name := e2eName(i)
 		deadline := time.Now().Add(p.timeout)
 		for {
@@ -152,6 +158,9 @@ func benchE2E(ctx context.Context, mode string, p e2eParams) (bench.Result, erro
 			}
 			for _, it := range rec.Items {
 				if strings.Contains(it.Text, name) {
+					if i >= p.warmup {
+						phases.add(published.Sub(start), committed.Sub(published), time.Since(committed))
+					}
 					return 1, nil
 				}
 			}
@@ -179,6 +188,9 @@ func benchE2E(ctx context.Context, mode string, p e2eParams) (bench.Result, erro
 	fl, err := bench.Run(ctx, "e2e-floor", opt, floorOp)
 	if err != nil {
 		return res, fmt.Errorf("floor: %w", err)
+	}
+	if p.notes != nil {
+		phases.write(p.notes, fmt.Sprintf("e2e sync=%s", mode))
 	}
 	res.Backend, res.Sync, res.Embedder, res.Size = "embedded", mode, env.Embedder.Model(), p.count
 	if p.backend.DSN != "" {
@@ -227,4 +239,31 @@ func e2eFloor(ctx context.Context, js jetstream.JetStream, prefix, account strin
 		return 1, m.DoubleAck(ctx)
 	}
 	return op, stop, nil
+}
+
+// e2ePhases are the measured operations' times per phase: the publish (until its PubAck),
+// the synchronous commit RPC (waiting for ingest to apply the turn, archive, extract, index,
+// the commit_completed event) and recall until the memory shows.
+type e2ePhases struct {
+	publish, commit, recall []time.Duration
+}
+
+func (ph *e2ePhases) add(publish, commit, recall time.Duration) {
+	ph.publish = append(ph.publish, publish)
+	ph.commit = append(ph.commit, commit)
+	ph.recall = append(ph.recall, recall)
+}
+
+// write prints each phase's p50 and p99 on one line.
+func (ph *e2ePhases) write(w io.Writer, title string) {
+	pct := func(ds []time.Duration, p int) float64 {
+		if len(ds) == 0 {
+			return 0
+		}
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return ms(s[min(len(s)-1, len(s)*p/100)])
+	}
+	fmt.Fprintf(w, "%s phases over %d turns, p50 / p99 ms: publish %.2f / %.2f, commit RPC %.2f / %.2f, recall until visible %.2f / %.2f\n",
+		title, len(ph.publish), pct(ph.publish, 50), pct(ph.publish, 99), pct(ph.commit, 50), pct(ph.commit, 99), pct(ph.recall, 50), pct(ph.recall, 99))
 }

@@ -73,11 +73,12 @@ type stageBreakdown struct {
 	handler float64            // seconds in the batch handler, summed over the workers
 	stages  map[string]float64 // seconds per stage
 	msgs    int                // chat messages stored in between
+	batches uint64             // fetched batches handled in between
 	wall    time.Duration      // the phase's wall time
 }
 
 func newStageBreakdown(before, after stageSample, msgs int, wall time.Duration) stageBreakdown {
-	b := stageBreakdown{handler: after.handler - before.handler, stages: map[string]float64{}, msgs: msgs, wall: wall}
+	b := stageBreakdown{handler: after.handler - before.handler, stages: map[string]float64{}, msgs: msgs, batches: after.batches - before.batches, wall: wall}
 	for st, v := range after.stages {
 		b.stages[st] = v - before.stages[st]
 	}
@@ -99,7 +100,12 @@ func (b stageBreakdown) other() float64 {
 // rest of the handler's time, the handler, then the runner's ack after it; each with its
 // seconds, its share of the handler's time and its µs per stored message.
 func (b stageBreakdown) write(w io.Writer, title string) error {
-	fmt.Fprintf(w, "%s: where ingest's time went (seconds summed over ingest's workers in a %.2f s phase; µs per stored message)\n", title, b.wall.Seconds())
+	perBatch := 0.0
+	if b.batches > 0 {
+		perBatch = float64(b.msgs) / float64(b.batches)
+	}
+	fmt.Fprintf(w, "%s: where ingest's time went (seconds summed over ingest's workers in a %.2f s phase, %d batches of %.0f messages on average; µs per stored message)\n",
+		title, b.wall.Seconds(), b.batches, perBatch)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tseconds\tof handler\tµs/msg\t")
 	row := func(name string, secs float64) {
