@@ -262,15 +262,30 @@ func (s *Store) Memories(ctx context.Context, f MemoryFilter) ([]Memory, error) 
 	return scanMemories(rows)
 }
 
+// memoryColsNoEmbedding are memoryCols with a NULL in place of the embedding blob (scanMemories
+// leaves Embedding nil).
+var memoryColsNoEmbedding = strings.Replace(memoryCols, "embedding,", "NULL AS embedding,", 1)
+
 // MemoriesByID loads the given memories of one user (missing or foreign ids are left out).
 func (s *Store) MemoriesByID(ctx context.Context, account, user string, ids []string) ([]Memory, error) {
+	return s.memoriesByID(ctx, memoryCols, account, user, ids)
+}
+
+// MemoriesByIDNoEmbedding is MemoriesByID without the embeddings (Embedding is nil): recall
+// checks and scores its hits with the vectors the index already holds, so it reads no vector
+// blob from SQL.
+func (s *Store) MemoriesByIDNoEmbedding(ctx context.Context, account, user string, ids []string) ([]Memory, error) {
+	return s.memoriesByID(ctx, memoryColsNoEmbedding, account, user, ids)
+}
+
+func (s *Store) memoriesByID(ctx context.Context, cols, account, user string, ids []string) ([]Memory, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	// The primary key alone selects the rows; the tenant is checked below. With the tenant in
 	// the WHERE clause SQLite (no ANALYZE statistics) walks the (account_id, user_id) index,
 	// every memory of the user, instead of looking the ids up.
-	q := "SELECT " + memoryCols + " FROM memories WHERE id IN (?" + strings.Repeat(",?", len(ids)-1) + ")"
+	q := "SELECT " + cols + " FROM memories WHERE id IN (?" + strings.Repeat(",?", len(ids)-1) + ")"
 	args := make([]any, 0, len(ids))
 	for _, id := range ids {
 		args = append(args, id)

@@ -68,6 +68,7 @@ type segment struct {
 	norms    []float64  // L2 norm of each vector
 	inv      []float32  // 1/norm (0 for a zero vector), for the scan
 	meta     []pointMeta
+	lens     []int32     // pointMeta.length by position, for BM25 over the postings
 	postings [][]posting // by term id
 }
 
@@ -193,6 +194,7 @@ func (pt *partition) put(p Point) {
 		pt.df[tf.term]++
 	}
 	s.meta = append(s.meta, m)
+	s.lens = append(s.lens, m.length)
 	pt.ids[p.ID] = ref{seg: si, i: int32(i)}
 	pt.n++
 	pt.totalLen += int(m.length)
@@ -223,6 +225,7 @@ func (pt *partition) remove(id string) {
 		copy(s.vec(i), s.vec(last))
 		s.norms[i], s.inv[i] = s.norms[last], s.inv[last]
 		s.meta[i] = s.meta[last]
+		s.lens[i] = s.lens[last]
 		for _, tf := range s.meta[i].terms {
 			post := s.postings[tf.term]
 			j := slices.IndexFunc(post, func(p posting) bool { return int(p.i) == last })
@@ -232,6 +235,7 @@ func (pt *partition) remove(id string) {
 	}
 	s.meta[last] = pointMeta{}
 	s.meta = s.meta[:last]
+	s.lens = s.lens[:last]
 	s.norms = s.norms[:last]
 	s.inv = s.inv[:last]
 	if last%blockPoints == 0 {
@@ -526,14 +530,58 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 	return t.sorted()
 }
 
-// keywordScores returns the BM25 score of every point of segs matching f
-// that holds at least one query term, by segment position (nil for a
-// segment without matches). Collection statistics (N, df, average length)
-// are the partition's. The caller holds mu for reading.
-func (pt *partition) keywordScores(f Filter, segs []int32, query string) map[int32][]float64 {
+// kwScores are the BM25 scores of one search, held only for the points that hold a query
+// term: the postings are walked, never the segment. Each segment with matches gets a scratch
+// array of scores by position (from scorePool, all zero but where touched) and the list of
+// positions it touched. release returns the arrays.
+type kwScores struct {
+	segs map[int32]*kwSeg
+}
+
+type kwSeg struct {
+	score   *[]float64 // by segment position; zero where not touched
+	touched []int32
+}
+
+// scorePool holds zeroed score arrays between searches.
+var scorePool sync.Pool
+
+func scratchScores(n int) *[]float64 {
+	if p, ok := scorePool.Get().(*[]float64); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	b := make([]float64, n)
+	return &b
+}
+
+// get returns the keyword score of the point at r (0 when it holds no query term).
+func (k *kwScores) get(r ref) float64 {
+	if ks := k.segs[r.seg]; ks != nil {
+		return (*ks.score)[r.i]
+	}
+	return 0
+}
+
+// release zeroes the touched scores and returns the arrays to the pool.
+func (k *kwScores) release() {
+	for _, ks := range k.segs {
+		sc := *ks.score
+		for _, i := range ks.touched {
+			sc[i] = 0
+		}
+		scorePool.Put(ks.score)
+	}
+	k.segs = nil
+}
+
+// keywordScores returns the BM25 scores of the points of segs matching f that hold at least
+// one query term. Collection statistics (N, df, average length) are the partition's. The
+// caller holds mu for reading and releases the result.
+func (pt *partition) keywordScores(f Filter, segs []int32, query string) kwScores {
 	terms := Terms(query)
 	if len(terms) == 0 || pt.n == 0 {
-		return nil
+		return kwScores{}
 	}
 	n := float64(pt.n)
 	avgLen := float64(pt.totalLen) / n
@@ -541,7 +589,7 @@ func (pt *partition) keywordScores(f Filter, segs []int32, query string) map[int
 		avgLen = 1
 	}
 	check := f.pointFilter()
-	scores := map[int32][]float64{}
+	kw := kwScores{segs: map[int32]*kwSeg{}}
 	seen := make(map[string]bool, len(terms))
 	for _, t := range terms {
 		if seen[t] {
@@ -559,32 +607,36 @@ func (pt *partition) keywordScores(f Filter, segs []int32, query string) map[int
 			if int(tid) >= len(s.postings) || len(s.postings[tid]) == 0 {
 				continue
 			}
-			sc := scores[si]
-			if sc == nil {
-				sc = make([]float64, s.len())
-				scores[si] = sc
+			ks := kw.segs[si]
+			if ks == nil {
+				ks = &kwSeg{score: scratchScores(s.len())}
+				kw.segs[si] = ks
 			}
+			sc := *ks.score
 			for _, p := range s.postings[tid] {
-				m := &s.meta[p.i]
-				if check && !f.matchMeta(s.scope, m) {
+				if check && !f.matchMeta(s.scope, &s.meta[p.i]) {
 					continue
 				}
+				if sc[p.i] == 0 {
+					ks.touched = append(ks.touched, p.i)
+				}
 				x := float64(p.tf)
-				sc[p.i] += idf * x * (bm25K1 + 1) / (x + bm25K1*(1-bm25B+bm25B*float64(m.length)/avgLen))
+				sc[p.i] += idf * x * (bm25K1 + 1) / (x + bm25K1*(1-bm25B+bm25B*float64(s.lens[p.i])/avgLen))
 			}
 		}
 	}
-	return scores
+	return kw
 }
 
 // keywordTop returns the k best keyword scores, ties by id.
-func (pt *partition) keywordTop(kw map[int32][]float64, k int) []cand {
+func (pt *partition) keywordTop(kw kwScores, k int) []cand {
 	t := topHeap{k: k}
-	for si, sc := range kw {
+	for si, ks := range kw.segs {
 		s := pt.segs[si]
-		for i, v := range sc {
-			if v > 0 && t.admits(v) {
-				t.push(cand{r: ref{seg: si, i: int32(i)}, id: s.meta[i].id, score: v})
+		sc := *ks.score
+		for _, i := range ks.touched {
+			if v := sc[i]; v > 0 && t.admits(v) {
+				t.push(cand{r: ref{seg: si, i: i}, id: s.meta[i].id, score: v})
 			}
 		}
 	}
@@ -605,6 +657,7 @@ func (pt *partition) search(f Filter, q []float32, query string, k int) []Hit {
 	}
 	qn := norm(q)
 	kw := pt.keywordScores(f, segs, query)
+	defer kw.release()
 	var pick []ref
 	if len(q) > 0 {
 		for _, c := range pt.denseTop(f, segs, q, qn, k) {
@@ -620,9 +673,7 @@ func (pt *partition) search(f Filter, q []float32, query string, k int) []Hit {
 	for _, r := range pick {
 		s := pt.segs[r.seg]
 		h := Hit{ID: s.meta[r.i].id, Dense: dense(s.vec(int(r.i)), s.norms[r.i], q, qn), Point: pt.point(r, true)}
-		if sc := kw[r.seg]; sc != nil {
-			h.Keyword = sc[r.i]
-		}
+		h.Keyword = kw.get(r)
 		hits = append(hits, h)
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
