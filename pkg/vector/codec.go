@@ -164,19 +164,23 @@ func (d *decoder) point() Point {
 // that.
 const snapMagic = "MBVSNAP1"
 
-func encodeSnapshot(account, user string, pts []*Point) []byte {
+// encodeSnapshot encodes the n points each yields, twice: once to size the buffer (load
+// false: vectors of the right length, not yet read), once to encode them.
+func encodeSnapshot(account, user string, n int, each func(load bool, yield func(*Point) bool)) []byte {
 	size := len(snapMagic) + len(account) + len(user) + 32
-	for _, p := range pts {
+	each(false, func(p *Point) bool {
 		size += encodedSize(p)
-	}
+		return true
+	})
 	e := encoder{b: make([]byte, 0, size)}
 	e.b = append(e.b, snapMagic...)
 	e.string(account)
 	e.string(user)
-	e.uvarint(uint64(len(pts)))
-	for _, p := range pts {
+	e.uvarint(uint64(n))
+	each(true, func(p *Point) bool {
 		e.point(p)
-	}
+		return true
+	})
 	return binary.LittleEndian.AppendUint32(e.b, crc32.Checksum(e.b, crcTable))
 }
 

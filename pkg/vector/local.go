@@ -36,9 +36,10 @@ import (
 // generation and switches the manifest to it with one atomic rename, so a
 // crash mid-rebuild leaves the old generation intact.
 type Local struct {
-	dir   string
-	model string
-	dim   int
+	dir      string
+	model    string
+	dim      int
+	exactMax int
 
 	// opMu is held for reading by every operation and for writing by Close
 	// and Rebuild, which replace or retire the partitions.
@@ -74,13 +75,22 @@ var (
 	_ Compactor = (*Local)(nil)
 )
 
+// LocalOption is an option of OpenLocal.
+type LocalOption func(*Local)
+
+// WithExactMax sets the largest number of points of one user and scope searched exactly
+// (DefaultExactMax by default); a larger one is searched through int8 codes with exact
+// re-scoring and keeps its float32 vectors in a spill file under dir (quant.go). 0 searches
+// every segment that way.
+func WithExactMax(n int) LocalOption { return func(l *Local) { l.exactMax = max(n, 0) } }
+
 // OpenLocal opens (or creates) the local store in dir for vectors of model
 // and dim. An existing index built for another model or dimension gives
 // ErrModelMismatch. model "" and dim 0 adopt what the index stores (an error
 // when there is no index yet). Damaged partition files are dropped and
 // listed by Problems; Digest then disagrees with SQL and the caller
-// rebuilds.
-func OpenLocal(dir string, model string, dim int) (*Local, error) {
+// rebuilds. Options: WithExactMax.
+func OpenLocal(dir string, model string, dim int, opts ...LocalOption) (*Local, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open local vector store: %w", err)
 	}
@@ -105,7 +115,10 @@ func OpenLocal(dir string, model string, dim int) (*Local, error) {
 				dir, m.Model, m.Dim, model, dim, ErrModelMismatch)
 		}
 	}
-	l := &Local{dir: dir, model: m.Model, dim: m.Dim, gen: m.Generation, parts: make(map[partKey]*partition)}
+	l := &Local{dir: dir, model: m.Model, dim: m.Dim, exactMax: DefaultExactMax, gen: m.Generation, parts: make(map[partKey]*partition)}
+	for _, o := range opts {
+		o(l)
+	}
 	if err := l.load(); err != nil {
 		return nil, err
 	}
@@ -165,6 +178,11 @@ func (l *Local) load() error {
 		return fmt.Errorf("open local vector store: %w", err)
 	}
 	cur := "g" + strconv.Itoa(l.gen)
+	// spill files are removed as soon as they are opened where the system allows it; what a
+	// process that stopped left here is of no use
+	if err := os.RemoveAll(spillDir(l.dir)); err != nil {
+		return fmt.Errorf("remove stale spill files: %w", err)
+	}
 	for _, e := range entries {
 		if e.IsDir() && strings.HasPrefix(e.Name(), "g") && e.Name() != cur {
 			if err := os.RemoveAll(filepath.Join(l.dir, e.Name())); err != nil {
@@ -209,7 +227,7 @@ func (l *Local) loadPartition(gdir, stem string) {
 			l.problems = append(l.problems, fmt.Sprintf("%s: dropped: %v", snapPath, cmp.Or(err, errCorrupt)))
 			_ = os.Remove(snapPath)
 		} else {
-			pt = newPartition(account, user)
+			pt = l.newPartition(account, user)
 			for _, p := range pts {
 				pt.put(p)
 			}
@@ -225,7 +243,7 @@ func (l *Local) loadPartition(gdir, stem string) {
 			_ = os.Remove(logPath)
 		} else {
 			if pt == nil {
-				pt = newPartition(recs[0].account, recs[0].user)
+				pt = l.newPartition(recs[0].account, recs[0].user)
 			}
 			for _, r := range recs[1:] {
 				switch r.op {
@@ -276,6 +294,11 @@ func (l *Local) begin(ctx context.Context) error {
 	return nil
 }
 
+// newPartition returns an empty partition with the store's exact maximum and spill dir.
+func (l *Local) newPartition(account, user string) *partition {
+	return newPartition(account, user, l.exactMax, spillDir(l.dir))
+}
+
 // partition returns the tenant's partition, creating it when create is set.
 func (l *Local) partition(account, user string, create bool) *partition {
 	l.partsMu.Lock()
@@ -283,7 +306,7 @@ func (l *Local) partition(account, user string, create bool) *partition {
 	k := partKey{account, user}
 	pt := l.parts[k]
 	if pt == nil && create {
-		pt = newPartition(account, user)
+		pt = l.newPartition(account, user)
 		l.parts[k] = pt
 	}
 	return pt
@@ -445,7 +468,10 @@ func (pt *partition) snapshot(gdir string) error {
 	if pt.n == 0 {
 		_ = os.Remove(filepath.Join(gdir, pt.file+".snap"))
 	} else {
-		b := encodeSnapshot(pt.account, pt.user, pt.sortedPoints())
+		b, err := pt.snapshotBytes()
+		if err != nil {
+			return err
+		}
 		if err := writeFileAtomic(gdir, pt.file+".snap", b); err != nil {
 			return fmt.Errorf("snapshot vector partition: %w", err)
 		}
@@ -511,7 +537,10 @@ func (l *Local) Get(ctx context.Context, accountID, userID, id string) (Point, e
 	}
 	pt.mu.RLock()
 	defer pt.mu.RUnlock()
-	p, ok := pt.get(cid)
+	p, ok, err := pt.get(cid)
+	if err != nil {
+		return Point{}, fmt.Errorf("get %s: %w", id, err)
+	}
 	if !ok {
 		return Point{}, fmt.Errorf("get %s: %w", id, ErrNotFound)
 	}
@@ -539,7 +568,11 @@ func (l *Local) Search(ctx context.Context, f Filter, vector []float32, query st
 	}
 	pt.mu.RLock()
 	defer pt.mu.RUnlock()
-	return pt.search(f, vector, query, k), nil
+	hits, err := pt.search(f, vector, query, k)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	return hits, nil
 }
 
 // Scroll implements Store.
@@ -572,7 +605,11 @@ func (l *Local) Scroll(ctx context.Context, f Filter, after string, limit int) (
 	}
 	out := make([]Point, len(refs))
 	for i, r := range refs {
-		out[i] = pt.point(r, true)
+		p, err := pt.point(r)
+		if err != nil {
+			return nil, "", fmt.Errorf("scroll: %w", err)
+		}
+		out[i] = p
 	}
 	next := ""
 	if more {
@@ -679,7 +716,7 @@ func (l *Local) Rebuild(ctx context.Context, pts []Point) error {
 		}
 		k := partKey{p.AccountID, p.UserID}
 		if parts[k] == nil {
-			parts[k] = newPartition(k.account, k.user)
+			parts[k] = l.newPartition(k.account, k.user)
 		}
 		parts[k].put(p)
 	}
@@ -704,8 +741,11 @@ func (l *Local) Rebuild(ctx context.Context, pts []Point) error {
 			_ = os.RemoveAll(ndir)
 			return fmt.Errorf("rebuild: %w", err)
 		}
-		b := encodeSnapshot(pt.account, pt.user, pt.sortedPoints())
-		if err := writeFileAtomic(ndir, pt.file+".snap", b); err != nil {
+		b, err := pt.snapshotBytes()
+		if err == nil {
+			err = writeFileAtomic(ndir, pt.file+".snap", b)
+		}
+		if err != nil {
 			_ = os.RemoveAll(ndir)
 			return fmt.Errorf("rebuild: %w", err)
 		}

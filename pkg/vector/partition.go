@@ -2,6 +2,8 @@ package vector
 
 import (
 	"cmp"
+	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -39,6 +41,11 @@ type partition struct {
 	user    string
 	file    string // file name stem under the generation dir
 
+	// exactMax: a segment with more points is quantised (segment_vectors.go), its vectors
+	// spilled under spillDir ("": never).
+	exactMax int
+	spillDir string
+
 	ids      map[string]ref // point id -> where it is
 	segs     []*segment     // one per scope, in first-seen order
 	termIDs  map[string]int32
@@ -58,25 +65,24 @@ type ref struct {
 	i   int32
 }
 
-// segment holds the points of one scope: vectors in contiguous blocks,
-// metadata and BM25 postings indexed by the point's position. A removal
-// moves the last point into the hole.
+// segment holds the points of one scope: vectors in contiguous blocks (or,
+// once quantised, int8 codes in blocks and the vectors in a spill file:
+// segment_vectors.go), metadata and BM25 postings indexed by the point's
+// position. A removal moves the last point into the hole.
 type segment struct {
 	scope    string
 	dim      int
-	blocks   []vecBlock // blockPoints vectors each
-	norms    []float64  // L2 norm of each vector
-	inv      []float32  // 1/norm (0 for a zero vector), for the scan
+	blocks   []vecBlock  // blockPoints vectors each (nil when quantised)
+	codes    []codeBlock // quantised: blockPoints codes each
+	scale    []float32   // quantised: the codes' scale by position (quantise)
+	spill    *spillFile  // quantised: the float32 vectors by position
+	noSpill  bool        // a spill failed: the segment stays in blocks
+	err      error       // a spilled vector could not be read back: searches fail with it
+	norms    []float64   // L2 norm of each vector
+	inv      []float32   // 1/norm (0 for a zero vector), for the scan
 	meta     []pointMeta
 	lens     []int32     // pointMeta.length by position, for BM25 over the postings
 	postings [][]posting // by term id
-}
-
-// vecBlock is one block of vectors; raw is set when it lives outside the Go
-// heap (see newBlock) and must be freed.
-type vecBlock struct {
-	v   []float32
-	raw []byte
 }
 
 // pointMeta is a point without its vector. Agent, kind and category are
@@ -97,14 +103,19 @@ type termFreq struct{ term, tf int32 }
 
 type posting struct{ i, tf int32 }
 
-func newPartition(account, user string) *partition {
+// newPartition returns an empty partition whose segments of more than
+// exactMax points are quantised, their vectors spilled under spillDir (""
+// keeps every segment exact).
+func newPartition(account, user string, exactMax int, spillDir string) *partition {
 	return &partition{
-		account: account,
-		user:    user,
-		file:    partitionFile(account, user),
-		ids:     make(map[string]ref),
-		termIDs: make(map[string]int32),
-		strs:    make(map[string]string),
+		account:  account,
+		user:     user,
+		file:     partitionFile(account, user),
+		exactMax: exactMax,
+		spillDir: spillDir,
+		ids:      make(map[string]ref),
+		termIDs:  make(map[string]int32),
+		strs:     make(map[string]string),
 	}
 }
 
@@ -151,15 +162,12 @@ func (pt *partition) put(p Point) {
 		s.dim = len(p.Vector)
 	}
 	i := s.len()
-	if i/blockPoints == len(s.blocks) {
-		s.blocks = append(s.blocks, newBlock(blockPoints*s.dim))
-	}
-	copy(s.vec(i), p.Vector)
 	nv := norm(p.Vector)
 	var inv float32
 	if nv > 0 {
 		inv = float32(1 / nv)
 	}
+	s.storeVec(i, p.Vector, inv)
 	s.norms = append(s.norms, nv)
 	s.inv = append(s.inv, inv)
 
@@ -198,6 +206,11 @@ func (pt *partition) put(p Point) {
 	pt.ids[p.ID] = ref{seg: si, i: int32(i)}
 	pt.n++
 	pt.totalLen += int(m.length)
+	if s.spill == nil && !s.noSpill && pt.spillDir != "" && s.len() > pt.exactMax {
+		if err := s.spillTo(pt.spillDir); err != nil {
+			s.noSpill = true // searched exactly, from memory, as below the maximum
+		}
+	}
 }
 
 // remove deletes id if present. The caller holds mu for writing.
@@ -220,10 +233,13 @@ func (pt *partition) remove(id string) {
 	pt.n--
 	delete(pt.ids, id)
 
-	last := s.len() - 1
+	n := s.len()
+	last := n - 1
 	if i != last {
-		copy(s.vec(i), s.vec(last))
 		s.norms[i], s.inv[i] = s.norms[last], s.inv[last]
+		if err := s.moveVec(i, last); err != nil {
+			s.err = err
+		}
 		s.meta[i] = s.meta[last]
 		s.lens[i] = s.lens[last]
 		for _, tf := range s.meta[i].terms {
@@ -238,9 +254,12 @@ func (pt *partition) remove(id string) {
 	s.lens = s.lens[:last]
 	s.norms = s.norms[:last]
 	s.inv = s.inv[:last]
-	if last%blockPoints == 0 {
-		s.blocks[len(s.blocks)-1].free()
-		s.blocks = s.blocks[:len(s.blocks)-1]
+	s.dropLast(n)
+	if s.spill != nil {
+		s.scale = s.scale[:last]
+		if last < pt.exactMax/2 {
+			_ = s.unspill(last) // on a read error it stays quantised
+		}
 	}
 }
 
@@ -248,10 +267,7 @@ func (pt *partition) remove(id string) {
 // used afterwards; the caller makes sure no operation still holds it.
 func (pt *partition) release() {
 	for _, s := range pt.segs {
-		for i := range s.blocks {
-			s.blocks[i].free()
-		}
-		s.blocks = nil
+		s.release()
 	}
 	pt.segs, pt.ids, pt.n = nil, map[string]ref{}, 0
 }
@@ -262,46 +278,67 @@ func (pt *partition) has(id string) bool {
 	return ok
 }
 
-// point returns the stored point at r; the vector is shared with the index
-// unless clone is set.
-func (pt *partition) point(r ref, clone bool) Point {
+// point returns a copy of the stored point at r.
+func (pt *partition) point(r ref) (Point, error) {
+	s := pt.segs[r.seg]
+	p := pt.pointMeta(r)
+	v, err := s.loadVec(int(r.i), make([]float32, s.dim))
+	if err != nil {
+		return Point{}, err
+	}
+	p.Vector = slices.Clone(v)
+	if p.Payload != nil {
+		p.Payload = maps.Clone(p.Payload)
+	}
+	return p, nil
+}
+
+// pointMeta returns the stored point at r without its vector; the payload is shared with the
+// index.
+func (pt *partition) pointMeta(r ref) Point {
 	s := pt.segs[r.seg]
 	m := &s.meta[r.i]
-	p := Point{ID: m.id, AccountID: pt.account, UserID: pt.user, AgentID: m.agent, Scope: s.scope, Kind: m.kind,
-		Category: m.category, Text: m.text, Vector: s.vec(int(r.i)), CreatedAt: m.createdAt}
-	if clone {
-		p.Vector = slices.Clone(p.Vector)
-		if m.payload != nil {
-			p.Payload = make(map[string]string, len(m.payload))
-			for k, v := range m.payload {
-				p.Payload[k] = v
-			}
-		}
-	} else {
-		p.Payload = m.payload
-	}
-	return p
+	return Point{ID: m.id, AccountID: pt.account, UserID: pt.user, AgentID: m.agent, Scope: s.scope, Kind: m.kind,
+		Category: m.category, Text: m.text, Payload: m.payload, CreatedAt: m.createdAt}
 }
 
 // get returns a copy of the point id.
-func (pt *partition) get(id string) (Point, bool) {
+func (pt *partition) get(id string) (Point, bool, error) {
 	r, ok := pt.ids[id]
 	if !ok {
-		return Point{}, false
+		return Point{}, false, nil
 	}
-	return pt.point(r, true), true
+	p, err := pt.point(r)
+	return p, true, err
 }
 
-// sortedPoints returns the partition's points in id order; their vectors
-// and payloads are shared with the index (for encoding under mu).
-func (pt *partition) sortedPoints() []*Point {
+// snapshotBytes encodes the partition's snapshot, its points in id order. The caller holds mu.
+func (pt *partition) snapshotBytes() ([]byte, error) {
 	refs := pt.sortedRefs(Filter{}, "")
-	out := make([]*Point, len(refs))
-	for i, r := range refs {
-		p := pt.point(r, false)
-		out[i] = &p
+	var buf []float32
+	var err error
+	b := encodeSnapshot(pt.account, pt.user, len(refs), func(load bool, yield func(*Point) bool) {
+		for _, r := range refs {
+			p := pt.pointMeta(r)
+			s := pt.segs[r.seg]
+			if len(buf) < s.dim {
+				buf = make([]float32, s.dim)
+			}
+			p.Vector = buf[:s.dim] // the right length to size the buffer
+			if load {
+				if p.Vector, err = s.loadVec(int(r.i), buf[:s.dim]); err != nil {
+					return
+				}
+			}
+			if !yield(&p) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot vector partition: %w", err)
 	}
-	return out
+	return b, nil
 }
 
 // sortedRefs returns the points matching f with an id after `after`, in id
@@ -451,16 +488,28 @@ func (t *topHeap) sorted() []cand {
 	return out
 }
 
-// scanRange scores points [from, to) of segment si by float32 dot product
-// into t. The caller holds mu for reading.
-func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, invQ float32, t *topHeap) {
+// scanRange scores points [from, to) of segment si into t: by float32 dot
+// product, or by the codes' dot product for a quantised segment (qc, qscale:
+// the query's codes). from is a multiple of blockPoints and to-from at most
+// blockPoints. The caller holds mu for reading.
+func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, invQ float32, qc []int16, qscale float32, t *topHeap) {
 	s := pt.segs[si]
 	check := f.pointFilter()
+	var dots [blockPoints]int32
+	if s.spill != nil {
+		o := (from % blockPoints) * s.dim
+		dotsInt8(qc, s.codes[from/blockPoints].c[o:], s.dim, dots[:to-from])
+	}
 	for i := from; i < to; i++ {
 		if check && !f.matchMeta(s.scope, &s.meta[i]) {
 			continue
 		}
-		x := dot32(q, s.vec(i)) * s.inv[i] * invQ
+		var x float32
+		if s.spill != nil {
+			x = float32(dots[i-from]) * s.scale[i] * qscale
+		} else {
+			x = dot32(q, s.vec(i)) * s.inv[i] * invQ
+		}
 		score := float64(min(max(x, 0), 1))
 		if !t.admits(score) {
 			continue
@@ -469,10 +518,12 @@ func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, in
 	}
 }
 
-// denseTop returns the k points of segs closest to q by exact cosine,
-// ties by id. A float32 scan (split across CPUs when large) keeps
-// k+denseMargin candidates, which are then re-scored in float64.
-func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k int) []cand {
+// denseTop returns the k points of segs closest to q by cosine, ties by id,
+// with their exact (float64) cosine. A scan (split across CPUs when large)
+// keeps k+denseMargin candidates by float32 cosine, quantRescore times as
+// many when a segment is quantised (by its codes), and re-scores them
+// exactly. The caller holds mu for reading.
+func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k int) ([]cand, error) {
 	keep := k + denseMargin
 	invQ := float32(0)
 	if qn > 0 {
@@ -483,9 +534,20 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 		from, to int
 	}
 	var jobs []job
+	var qc []int16
+	var qscale float32
 	total := 0
 	for _, si := range segs {
-		n := pt.segs[si].len()
+		s := pt.segs[si]
+		if s.err != nil {
+			return nil, s.err
+		}
+		if s.spill != nil && qc == nil {
+			qc = make([]int16, s.dim)
+			qscale = quantiseQuery(q, invQ, qc)
+			keep *= quantRescore
+		}
+		n := s.len()
 		for from := 0; from < n; from += blockPoints {
 			jobs = append(jobs, job{si, from, min(from+blockPoints, n)})
 		}
@@ -501,7 +563,7 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 		heaps[w].k = keep
 		run := func() {
 			for j := w; j < len(jobs); j += workers {
-				pt.scanRange(f, jobs[j].seg, jobs[j].from, jobs[j].to, q, invQ, &heaps[w])
+				pt.scanRange(f, jobs[j].seg, jobs[j].from, jobs[j].to, q, invQ, qc, qscale, &heaps[w])
 			}
 		}
 		if w == workers-1 {
@@ -515,19 +577,20 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 		}()
 	}
 	wg.Wait()
-	var all []cand
-	for w := range heaps {
-		all = append(all, heaps[w].h...)
-	}
-	for i := range all {
-		s := pt.segs[all[i].r.seg]
-		all[i].score = dense(s.vec(int(all[i].r.i)), s.norms[all[i].r.i], q, qn)
-	}
+	buf := make([]float32, len(q))
 	t := topHeap{k: k}
-	for _, c := range all {
-		t.push(c)
+	for w := range heaps {
+		for _, c := range heaps[w].h {
+			s := pt.segs[c.r.seg]
+			v, err := s.loadVec(int(c.r.i), buf)
+			if err != nil {
+				return nil, err
+			}
+			c.score = dense(v, s.norms[c.r.i], q, qn)
+			t.push(c)
+		}
 	}
-	return t.sorted()
+	return t.sorted(), nil
 }
 
 // kwScores are the BM25 scores of one search, held only for the points that hold a query
@@ -645,7 +708,7 @@ func (pt *partition) keywordTop(kw kwScores, k int) []cand {
 
 // search implements Store.Search on one partition. The caller holds mu for
 // reading.
-func (pt *partition) search(f Filter, q []float32, query string, k int) []Hit {
+func (pt *partition) search(f Filter, q []float32, query string, k int) ([]Hit, error) {
 	var segs []int32
 	for i, s := range pt.segs {
 		if in(f.Scopes, s.scope) && s.len() > 0 {
@@ -653,15 +716,21 @@ func (pt *partition) search(f Filter, q []float32, query string, k int) []Hit {
 		}
 	}
 	if len(segs) == 0 {
-		return []Hit{}
+		return []Hit{}, nil
 	}
 	qn := norm(q)
 	kw := pt.keywordScores(f, segs, query)
 	defer kw.release()
 	var pick []ref
+	denseOf := map[ref]float64{}
 	if len(q) > 0 {
-		for _, c := range pt.denseTop(f, segs, q, qn, k) {
+		top, err := pt.denseTop(f, segs, q, qn, k)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range top {
 			pick = append(pick, c.r)
+			denseOf[c.r] = c.score
 		}
 	}
 	for _, c := range pt.keywordTop(kw, k) {
@@ -671,10 +740,15 @@ func (pt *partition) search(f Filter, q []float32, query string, k int) []Hit {
 	}
 	hits := make([]Hit, 0, len(pick))
 	for _, r := range pick {
-		s := pt.segs[r.seg]
-		h := Hit{ID: s.meta[r.i].id, Dense: dense(s.vec(int(r.i)), s.norms[r.i], q, qn), Point: pt.point(r, true)}
-		h.Keyword = kw.get(r)
-		hits = append(hits, h)
+		p, err := pt.point(r)
+		if err != nil {
+			return nil, err
+		}
+		d, ok := denseOf[r]
+		if !ok {
+			d = dense(p.Vector, pt.segs[r.seg].norms[r.i], q, qn)
+		}
+		hits = append(hits, Hit{ID: p.ID, Dense: d, Keyword: kw.get(r), Point: p})
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
 		if c := cmp.Compare(b.Dense, a.Dense); c != 0 {
@@ -685,5 +759,5 @@ func (pt *partition) search(f Filter, q []float32, query string, k int) []Hit {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	return hits
+	return hits, nil
 }
