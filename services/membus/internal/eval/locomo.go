@@ -552,8 +552,8 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 		if p.fusion != "" {
 			c.RecallFusion = p.fusion
 		}
-		if p.exactMax >= 0 {
-			c.VectorExactMax = p.exactMax
+		if p.exactMax != nil {
+			c.VectorExactMax = *p.exactMax
 		}
 		if p.llmBaseURL != "" {
 			c.LLMBaseURL, c.LLMModel, c.LLMAPIKey = p.llmBaseURL, p.llmModel, p.llmAPIKey
@@ -606,8 +606,8 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 	if p.fusion != "" && p.fusion != contract.FusionWeighted {
 		rep.Config = "fusion-" + p.fusion
 	}
-	if p.exactMax >= 0 {
-		rep.Config = strings.TrimPrefix(rep.Config+fmt.Sprintf(" exact-max-%d", p.exactMax), " ")
+	if p.exactMax != nil {
+		rep.Config = strings.TrimPrefix(strings.TrimPrefix(rep.Config, "default")+fmt.Sprintf(" exact-max-%d", *p.exactMax), " ")
 	}
 	reports := []evalReport{rep}
 	if p.baseline == "bm25" {
@@ -628,7 +628,7 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 type evalParams struct {
 	backend  harness.Backend // zero: embedded (SQLite, embedded NATS)
 	fusion   string          // recall fusion ("" = the default)
-	exactMax int             // vector_exact_max (negative = the default)
+	exactMax *int            // vector_exact_max (nil = the default)
 	sync     string
 	embedder string
 	baseline string
@@ -711,8 +711,11 @@ func locomoCommand() *cobra.Command {
 				return 1
 			}
 			defer stopProfile()
-			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, exactMax: *exactMax, notes: stderr,
+			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, notes: stderr,
 				extraction: *extraction, explain: *explain, llmBaseURL: *llmBaseURL, llmModel: *llmModel, llmAPIKey: os.Getenv("MEMBUS_LLM_API_KEY")}
+			if *exactMax >= 0 {
+				p.exactMax = exactMax
+			}
 			rb, err := harness.BackendFlag(*backend)
 			if err != nil {
 				fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
