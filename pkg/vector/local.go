@@ -1,7 +1,6 @@
 package vector
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -221,16 +220,23 @@ func (l *Local) load() error {
 func (l *Local) loadPartition(gdir, stem string) {
 	var pt *partition
 	snapPath := filepath.Join(gdir, stem+".snap")
-	if b, err := os.ReadFile(snapPath); err == nil {
-		account, user, pts, err := decodeSnapshot(b)
-		if err != nil || partitionFile(account, user) != stem {
-			l.problems = append(l.problems, fmt.Sprintf("%s: dropped: %v", snapPath, cmp.Or(err, errCorrupt)))
-			_ = os.Remove(snapPath)
-		} else {
-			pt = l.newPartition(account, user)
-			for _, p := range pts {
-				pt.put(p)
+	if b, release, err := readFileMapped(snapPath); err == nil {
+		err := decodeSnapshot(b, func(account, user string) bool {
+			if partitionFile(account, user) != stem {
+				return false
 			}
+			pt = l.newPartition(account, user)
+			return true
+		}, func(p Point) { pt.put(p) })
+		release()
+		if err != nil {
+			l.problems = append(l.problems, fmt.Sprintf("%s: dropped: %v", snapPath, err))
+			_ = os.Remove(snapPath)
+			if pt != nil {
+				pt.release()
+				pt = nil
+			}
+		} else {
 			pt.snapBytes = int64(len(b))
 		}
 	}

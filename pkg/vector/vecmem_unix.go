@@ -2,7 +2,10 @@
 
 package vector
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // mapAnon returns n zeroed bytes outside the Go heap (an anonymous private
 // mapping), or nil when the mapping fails. Vectors and their codes are most
@@ -25,4 +28,29 @@ func unmap(raw []byte) {
 	if raw != nil {
 		_ = syscall.Munmap(raw)
 	}
+}
+
+// readFileMapped returns the contents of the file at path, mapped read-only rather than read
+// into the heap (a snapshot of 100k vectors is hundreds of MB, which the collector would keep
+// as its heap goal long after the load), and the function that unmaps it. Nothing may keep a
+// reference into the bytes after release.
+func readFileMapped(path string) (b []byte, release func(), err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.Size() == 0 {
+		return nil, func() {}, nil
+	}
+	b, err = syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil { // e.g. a file system without mmap
+		b, err = os.ReadFile(path)
+		return b, func() {}, err
+	}
+	return b, func() { _ = syscall.Munmap(b) }, nil
 }
