@@ -40,6 +40,7 @@ type recallParams struct {
 	sizes    []int           // memories per user, one measured configuration each
 	count    int             // measured recalls per size
 	warmup   int
+	restart  bool // embedded: also measure a membus up restarted on the seeded data
 	progress io.Writer
 	notes    io.Writer
 }
@@ -54,6 +55,7 @@ func benchRecallCmd() *cobra.Command {
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	backend := fs.String("backend", "embedded", "embedded (SQLite) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL; the vector index stays local)")
+	restart := fs.Bool("restart", true, "embedded: also start membus up (this executable) on each size's seeded data, send it the same recalls over HTTP and print its RSS")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return cli.Exit(func() int {
@@ -63,7 +65,7 @@ func benchRecallCmd() *cobra.Command {
 				return 1
 			}
 			defer stopProfile()
-			p := recallParams{count: *count, warmup: *warmup, notes: stderr}
+			p := recallParams{count: *count, warmup: *warmup, restart: *restart, notes: stderr}
 			rb, err := harness.BackendFlag(*backend)
 			if err != nil {
 				fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
@@ -137,7 +139,7 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 	}
 	// Embedded, the data dir outlives the run's services: a restarted membus up is measured on it.
 	dir := ""
-	if rb.DSN == "" {
+	if rb.DSN == "" && p.restart {
 		d, err := os.MkdirTemp("", "membus-bench-recall-")
 		if err != nil {
 			return bench.Result{}, err
