@@ -358,13 +358,34 @@ func (s *Store) SessionMemoryCounts(ctx context.Context, account, session string
 	return out, rows.Err()
 }
 
+// embeddedActive selects the active memories with an embedding of the model bound to it.
+const embeddedActive = `embed_model = ? AND valid_to_us IS NULL AND superseded_by IS NULL AND duplicate_of IS NULL`
+
+// EmbeddedIDs returns the ids of EachEmbedding's memories, without reading the rows: whether
+// the local vector store agrees with SQL is decided on them at every start.
+func (s *Store) EmbeddedIDs(ctx context.Context, model string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT id FROM memories WHERE "+embeddedActive, model)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
 // EachEmbedding streams every active memory with an embedding of the given model, in id
 // order (the local vector store rebuilds from it).
 func (s *Store) EachEmbedding(ctx context.Context, model string, fn func(Memory) error) error {
 	after := ""
 	for {
-		rows, err := s.db.QueryContext(ctx, "SELECT "+memoryCols+` FROM memories WHERE id > ? AND embed_model = ?
-			AND valid_to_us IS NULL AND superseded_by IS NULL AND duplicate_of IS NULL ORDER BY id LIMIT 500`, after, model)
+		rows, err := s.db.QueryContext(ctx, "SELECT "+memoryCols+` FROM memories WHERE id > ? AND `+embeddedActive+` ORDER BY id LIMIT 500`, after, model)
 		if err != nil {
 			return err
 		}

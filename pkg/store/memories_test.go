@@ -50,5 +50,11 @@ func TestMemoriesByIDNoEmbedding(t *testing.T) {
 		if foreign, err := s.MemoriesByIDNoEmbedding(ctx, "other", "u1", ids); err != nil || len(foreign) != 0 {
 			t.Fatalf("foreign account = %+v, %v; want none", foreign, err)
 		}
+		if got, err := s.EmbeddedIDs(ctx, "test-2"); err != nil || len(got) != 1 || got[0] != mem.ID {
+			t.Fatalf("EmbeddedIDs = %v, %v; want [%s]", got, err, mem.ID)
+		}
+		if got, err := s.EmbeddedIDs(ctx, "other-model"); err != nil || len(got) != 0 {
+			t.Fatalf("EmbeddedIDs of another model = %v, %v; want none", got, err)
+		}
 	})
 }
