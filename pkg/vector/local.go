@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,6 +122,9 @@ func OpenLocal(dir string, model string, dim int, opts ...LocalOption) (*Local, 
 	if err := l.load(); err != nil {
 		return nil, err
 	}
+	// Loading decodes every point once and drops it after copying it in: garbage the size of
+	// the index, which the runtime would otherwise keep resident for minutes as its heap goal.
+	debug.FreeOSMemory()
 	return l, nil
 }
 
