@@ -19,8 +19,10 @@ import (
 	"github.com/google/uuid"
 )
 
-// Local is the embedded vector store: exact cosine over float32 plus a BM25
-// inverted index, partitioned by (account, user), held in memory and
+// Local is the embedded vector store: cosine over float32 (through int8
+// codes with exact re-scoring for a segment above the exact maximum,
+// quant.go) plus a BM25 inverted index, partitioned by (account, user), held
+// in memory (a quantised segment's float32 vectors in a spill file) and
 // persisted under its directory.
 //
 // Layout:
