@@ -86,6 +86,7 @@ type segment struct {
 	inv      []float32   // 1/norm (0 for a zero vector), for the scan
 	meta     []pointMeta
 	lens     []int32     // pointMeta.length by position, for BM25 over the postings
+	scores   sync.Pool   // *kwScratch of the segment's length, for keyword searches
 	postings [][]posting // by term id
 }
 
@@ -602,46 +603,46 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 }
 
 // kwScores are the BM25 scores of one search, held only for the points that hold a query
-// term: the postings are walked, never the segment. Each segment with matches gets a scratch
-// array of scores by position (from scorePool, all zero but where touched) and the list of
-// positions it touched. release returns the arrays.
+// term: the postings are walked, never the segment. Each segment with matches lends a scratch
+// (its pool's): scores by position, all zero but where touched, and the positions touched.
+// release returns them.
 type kwScores struct {
-	segs map[int32]*kwSeg
+	segs map[int32]*kwScratch
 }
 
-type kwSeg struct {
-	score   *[]float64 // by segment position; zero where not touched
+type kwScratch struct {
+	seg     *segment
+	score   []float64 // by segment position; zero where not touched
 	touched []int32
 }
 
-// scorePool holds zeroed score arrays between searches.
-var scorePool sync.Pool
-
-func scratchScores(n int) *[]float64 {
-	if p, ok := scorePool.Get().(*[]float64); ok && cap(*p) >= n {
-		*p = (*p)[:n]
-		return p
+// scratch returns a kwScratch of the segment's length from its pool (one pool per segment, so
+// that a search of a small segment never takes, and drops, a large one's).
+func (s *segment) scratch() *kwScratch {
+	n := s.len()
+	if k, ok := s.scores.Get().(*kwScratch); ok && cap(k.score) >= n {
+		k.score = k.score[:n]
+		return k
 	}
-	b := make([]float64, n)
-	return &b
+	return &kwScratch{seg: s, score: make([]float64, n)}
 }
 
 // get returns the keyword score of the point at r (0 when it holds no query term).
 func (k *kwScores) get(r ref) float64 {
 	if ks := k.segs[r.seg]; ks != nil {
-		return (*ks.score)[r.i]
+		return ks.score[r.i]
 	}
 	return 0
 }
 
-// release zeroes the touched scores and returns the arrays to the pool.
+// release zeroes the touched scores and returns the scratches to their pools.
 func (k *kwScores) release() {
 	for _, ks := range k.segs {
-		sc := *ks.score
 		for _, i := range ks.touched {
-			sc[i] = 0
+			ks.score[i] = 0
 		}
-		scorePool.Put(ks.score)
+		ks.touched = ks.touched[:0]
+		ks.seg.scores.Put(ks)
 	}
 	k.segs = nil
 }
@@ -660,7 +661,7 @@ func (pt *partition) keywordScores(f Filter, segs []int32, query string) kwScore
 		avgLen = 1
 	}
 	check := f.pointFilter()
-	kw := kwScores{segs: map[int32]*kwSeg{}}
+	kw := kwScores{segs: map[int32]*kwScratch{}}
 	seen := make(map[string]bool, len(terms))
 	for _, t := range terms {
 		if seen[t] {
@@ -680,10 +681,10 @@ func (pt *partition) keywordScores(f Filter, segs []int32, query string) kwScore
 			}
 			ks := kw.segs[si]
 			if ks == nil {
-				ks = &kwSeg{score: scratchScores(s.len())}
+				ks = s.scratch()
 				kw.segs[si] = ks
 			}
-			sc := *ks.score
+			sc := ks.score
 			for _, p := range s.postings[tid] {
 				if check && !f.matchMeta(s.scope, &s.meta[p.i]) {
 					continue
@@ -704,7 +705,7 @@ func (pt *partition) keywordTop(kw kwScores, k int) []cand {
 	t := topHeap{k: k}
 	for si, ks := range kw.segs {
 		s := pt.segs[si]
-		sc := *ks.score
+		sc := ks.score
 		for _, i := range ks.touched {
 			if v := sc[i]; v > 0 && t.admits(v) {
 				t.push(cand{r: ref{seg: si, i: i}, id: s.meta[i].id, score: v})
