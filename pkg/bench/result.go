@@ -181,19 +181,30 @@ func cell(l map[string]any, k string) string {
 // /proc/self/status (VmRSS), or, where that is unavailable, the memory the
 // Go runtime obtained from the OS.
 func RSSMB() float64 {
-	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				f := strings.Fields(rest) // "123456 kB"
-				if len(f) >= 1 {
-					if kb, err := strconv.ParseFloat(f[0], 64); err == nil {
-						return kb / 1024
-					}
-				}
-			}
-		}
+	if mb, ok := ProcessRSSMB("self"); ok {
+		return mb
 	}
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
 	return float64(mem.Sys) / (1 << 20)
+}
+
+// ProcessRSSMB returns the resident set size in MB of process pid ("self": this one) from
+// /proc/<pid>/status (VmRSS); false where that is unavailable.
+func ProcessRSSMB(pid string) (float64, bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest) // "123456 kB"
+			if len(f) >= 1 {
+				if kb, err := strconv.ParseFloat(f[0], 64); err == nil {
+					return kb / 1024, true
+				}
+			}
+		}
+	}
+	return 0, false
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/vector"
 )
 
 // ErrInvalid marks a configuration that cannot run; every error of Load and Validate wraps it.
@@ -60,6 +61,10 @@ type Config struct {
 	// RateLimit and RateBurst are the gateway's token bucket per API key: requests per second
 	// and bucket size (shared through Redis when it is configured, else per replica).
 	RateLimit, RateBurst int
+	// VectorExactMax is the largest number of memories of one user and scope the local vector
+	// store searches exactly; larger ones are searched through int8-quantised vectors with exact
+	// re-scoring (0: all of them).
+	VectorExactMax int
 	// StreamReplicas is the JetStream replica count of the streams membus creates (1; 3 on a
 	// 3-node cluster, as deploy/ runs).
 	StreamReplicas int
@@ -93,6 +98,7 @@ func Defaults() Config {
 		RateLimit:            DefaultRateLimit,
 		RateBurst:            DefaultRateBurst,
 		StreamReplicas:       1,
+		VectorExactMax:       vector.DefaultExactMax,
 	}
 }
 
@@ -154,6 +160,7 @@ func (c *Config) fields() []field {
 		{key: "mysql_dsn", str: &c.MySQLDSN, help: "MySQL DSN, e.g. user:pw@tcp(host:3306)/db?parseTime=true (empty: SQLite)", doc: "MySQL/MariaDB (go-sql-driver DSN; a database created with `COLLATE utf8mb4_bin`: ids are case-sensitive); else SQLite in the data dir"},
 		{key: "qdrant_url", str: &c.QdrantURL, help: "Qdrant URL (empty: local vector store)", doc: "Qdrant's gRPC endpoint (`http://host:6334`), the index every replica shares, instead of a local index per process (CI runs the adapter against a faithful fake; `MEMBUS_TEST_QDRANT_URL` runs the same suite against a real Qdrant, see `pkg/vector/qdrant`)"},
 		{key: "qdrant_collection", str: &c.QdrantCollection, help: "the Qdrant collection of this deployment", doc: "the deployment's Qdrant collection (`eval`/`bench --backend real` use one of their own per run and drop it)"},
+		{key: "vector_exact_max", n: &c.VectorExactMax, help: "largest number of points of one user and scope the local vector store searches exactly; larger ones through int8-quantised vectors with exact re-scoring (0: all)", doc: "the local vector store searches a user's memories of one scope exactly up to this many; above it, by int8-quantised vectors (1 byte a dimension in memory, the float32 vectors in a spill file under the data dir) and re-scores 4× the candidates exactly (`0`: every user; evidence recall on LoCoMo unchanged, see Performance)"},
 		{key: "subject_prefix", str: &c.SubjectPrefix, help: "subject prefix, one token of [a-z0-9_-]", doc: "prefix of every subject, stream and consumer"},
 		{key: "embedder", str: &c.Embedder, help: "embedder: auto, hash, openai or onnx", doc: "`auto` (follows the index's stored model; on new data `onnx` when the local model is present, else `hash`), `hash` (`hash-v2-384`; data built with `hash-v1-384` keeps it), `onnx`, `openai`"},
 		{key: "model_dir", str: &c.ModelDir, help: "ONNX model directory (default <data-dir>/models)", doc: "the local ONNX model (`make model` fetches it)", def: "`<data>/models`"},

@@ -181,6 +181,9 @@ func (c Config) Validate() error {
 	if err := CheckRateBurst(c.RateBurst); err != nil {
 		bad("rate_burst", "%v", err)
 	}
+	if c.VectorExactMax < 0 {
+		bad("vector_exact_max", "must not be negative, got %d", c.VectorExactMax)
+	}
 	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
 		bad("stream_replicas", "must be between 1 and 5, got %d", c.StreamReplicas)
 	}

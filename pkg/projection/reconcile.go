@@ -17,13 +17,11 @@ import (
 // SQL: their ids are derived from SQL to compare, and they are re-embedded only when a rebuild
 // is needed. Messages whose session was erased are gone from SQL, so they never come back.
 func Reconcile(ctx context.Context, d Deps, v *vector.Local, log *slog.Logger) error {
-	var pts []vector.Point
-	err := d.Store.EachEmbedding(ctx, d.Embedder.Model(), func(m store.Memory) error {
-		pts = append(pts, MemoryPoint(m))
-		return nil
-	})
+	// The ids alone decide whether the index agrees with SQL; the embeddings are read only to
+	// rebuild it (all of them at once would be the whole index again, on the heap, at every start).
+	memIDs, err := d.Store.EmbeddedIDs(ctx, d.Embedder.Model())
 	if err != nil {
-		return fmt.Errorf("read embeddings from SQL: %w", err)
+		return fmt.Errorf("read embedded memory ids from SQL: %w", err)
 	}
 	const archived = `SELECT m.account_id, m.session_id, m.message_id, m.seq, m.role, m.name, m.content, m.created_us, a.id, a.user_id, a.agent_id
 		FROM messages m JOIN archives a ON a.account_id = m.account_id AND a.id = m.archive_id
@@ -51,10 +49,8 @@ func Reconcile(ctx context.Context, d Deps, v *vector.Local, log *slog.Logger) e
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read archived messages from SQL: %w", err)
 	}
-	ids := make([]string, 0, len(pts)+len(msgs))
-	for _, p := range pts {
-		ids = append(ids, p.ID)
-	}
+	ids := make([]string, 0, len(memIDs)+len(msgs))
+	ids = append(ids, memIDs...)
 	for _, p := range msgs {
 		ids = append(ids, p.ID)
 	}
@@ -64,6 +60,14 @@ func Reconcile(ctx context.Context, d Deps, v *vector.Local, log *slog.Logger) e
 	}
 	if n == len(ids) && sum == vector.DigestIDs(ids) && len(v.Problems()) == 0 {
 		return nil
+	}
+	var pts []vector.Point
+	err = d.Store.EachEmbedding(ctx, d.Embedder.Model(), func(m store.Memory) error {
+		pts = append(pts, MemoryPoint(m))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read embeddings from SQL: %w", err)
 	}
 	log.Info("rebuilding the local vector index from SQL", "memories", len(pts), "archive_messages", len(msgs))
 	if err := embedPoints(ctx, d.Embedder, msgs); err != nil {

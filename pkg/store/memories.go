@@ -262,15 +262,30 @@ func (s *Store) Memories(ctx context.Context, f MemoryFilter) ([]Memory, error) 
 	return scanMemories(rows)
 }
 
+// memoryColsNoEmbedding are memoryCols with a NULL in place of the embedding blob (scanMemories
+// leaves Embedding nil).
+var memoryColsNoEmbedding = strings.Replace(memoryCols, "embedding,", "NULL AS embedding,", 1)
+
 // MemoriesByID loads the given memories of one user (missing or foreign ids are left out).
 func (s *Store) MemoriesByID(ctx context.Context, account, user string, ids []string) ([]Memory, error) {
+	return s.memoriesByID(ctx, memoryCols, account, user, ids)
+}
+
+// MemoriesByIDNoEmbedding is MemoriesByID without the embeddings (Embedding is nil): recall
+// checks and scores its hits with the vectors the index already holds, so it reads no vector
+// blob from SQL.
+func (s *Store) MemoriesByIDNoEmbedding(ctx context.Context, account, user string, ids []string) ([]Memory, error) {
+	return s.memoriesByID(ctx, memoryColsNoEmbedding, account, user, ids)
+}
+
+func (s *Store) memoriesByID(ctx context.Context, cols, account, user string, ids []string) ([]Memory, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	// The primary key alone selects the rows; the tenant is checked below. With the tenant in
 	// the WHERE clause SQLite (no ANALYZE statistics) walks the (account_id, user_id) index,
 	// every memory of the user, instead of looking the ids up.
-	q := "SELECT " + memoryCols + " FROM memories WHERE id IN (?" + strings.Repeat(",?", len(ids)-1) + ")"
+	q := "SELECT " + cols + " FROM memories WHERE id IN (?" + strings.Repeat(",?", len(ids)-1) + ")"
 	args := make([]any, 0, len(ids))
 	for _, id := range ids {
 		args = append(args, id)
@@ -343,13 +358,34 @@ func (s *Store) SessionMemoryCounts(ctx context.Context, account, session string
 	return out, rows.Err()
 }
 
+// embeddedActive selects the active memories with an embedding of the model bound to it.
+const embeddedActive = `embed_model = ? AND valid_to_us IS NULL AND superseded_by IS NULL AND duplicate_of IS NULL`
+
+// EmbeddedIDs returns the ids of EachEmbedding's memories, without reading the rows: whether
+// the local vector store agrees with SQL is decided on them at every start.
+func (s *Store) EmbeddedIDs(ctx context.Context, model string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT id FROM memories WHERE "+embeddedActive, model)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
 // EachEmbedding streams every active memory with an embedding of the given model, in id
 // order (the local vector store rebuilds from it).
 func (s *Store) EachEmbedding(ctx context.Context, model string, fn func(Memory) error) error {
 	after := ""
 	for {
-		rows, err := s.db.QueryContext(ctx, "SELECT "+memoryCols+` FROM memories WHERE id > ? AND embed_model = ?
-			AND valid_to_us IS NULL AND superseded_by IS NULL AND duplicate_of IS NULL ORDER BY id LIMIT 500`, after, model)
+		rows, err := s.db.QueryContext(ctx, "SELECT "+memoryCols+` FROM memories WHERE id > ? AND `+embeddedActive+` ORDER BY id LIMIT 500`, after, model)
 		if err != nil {
 			return err
 		}

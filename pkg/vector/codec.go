@@ -164,44 +164,57 @@ func (d *decoder) point() Point {
 // that.
 const snapMagic = "MBVSNAP1"
 
-func encodeSnapshot(account, user string, pts []*Point) []byte {
+// encodeSnapshot encodes the n points each yields, twice: once to size the buffer (load
+// false: vectors of the right length, not yet read), once to encode them.
+func encodeSnapshot(account, user string, n int, each func(load bool, yield func(*Point) bool)) []byte {
 	size := len(snapMagic) + len(account) + len(user) + 32
-	for _, p := range pts {
+	each(false, func(p *Point) bool {
 		size += encodedSize(p)
-	}
+		return true
+	})
 	e := encoder{b: make([]byte, 0, size)}
 	e.b = append(e.b, snapMagic...)
 	e.string(account)
 	e.string(user)
-	e.uvarint(uint64(len(pts)))
-	for _, p := range pts {
+	e.uvarint(uint64(n))
+	each(true, func(p *Point) bool {
 		e.point(p)
-	}
+		return true
+	})
 	return binary.LittleEndian.AppendUint32(e.b, crc32.Checksum(e.b, crcTable))
 }
 
-func decodeSnapshot(b []byte) (account, user string, pts []Point, err error) {
+// decodeSnapshot checks b's checksum, then hands its account and user to begin (false stops
+// it: the snapshot is not the one expected) and each of its points to each, one at a time, so
+// that a large snapshot is never held decoded as a whole.
+func decodeSnapshot(b []byte, begin func(account, user string) bool, each func(Point)) error {
 	if len(b) < len(snapMagic)+4 || string(b[:len(snapMagic)]) != snapMagic {
-		return "", "", nil, fmt.Errorf("snapshot header: %w", errCorrupt)
+		return fmt.Errorf("snapshot header: %w", errCorrupt)
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
 	if crc32.Checksum(body, crcTable) != sum {
-		return "", "", nil, fmt.Errorf("snapshot checksum: %w", errCorrupt)
+		return fmt.Errorf("snapshot checksum: %w", errCorrupt)
 	}
 	d := decoder{b: body[len(snapMagic):]}
-	account, user = d.string(), d.string()
+	account, user := d.string(), d.string()
+	if d.err != nil || !begin(account, user) {
+		return fmt.Errorf("snapshot tenant: %w", errCorrupt)
+	}
 	n := d.count(8)
-	pts = make([]Point, 0, n)
 	for range n {
-		pts = append(pts, d.point())
+		p := d.point()
+		if d.err != nil {
+			break
+		}
+		each(p)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail()
 	}
 	if d.err != nil {
-		return "", "", nil, fmt.Errorf("snapshot body: %w", d.err)
+		return fmt.Errorf("snapshot body: %w", d.err)
 	}
-	return account, user, pts, nil
+	return nil
 }
 
 // Log records: u32 payload length, u32 CRC-32C of the payload, payload.

@@ -1,7 +1,6 @@
 package vector
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,8 +19,10 @@ import (
 	"github.com/google/uuid"
 )
 
-// Local is the embedded vector store: exact cosine over float32 plus a BM25
-// inverted index, partitioned by (account, user), held in memory and
+// Local is the embedded vector store: cosine over float32 (through int8
+// codes with exact re-scoring for a segment above the exact maximum,
+// quant.go) plus a BM25 inverted index, partitioned by (account, user), held
+// in memory (a quantised segment's float32 vectors in a spill file) and
 // persisted under its directory.
 //
 // Layout:
@@ -36,9 +38,10 @@ import (
 // generation and switches the manifest to it with one atomic rename, so a
 // crash mid-rebuild leaves the old generation intact.
 type Local struct {
-	dir   string
-	model string
-	dim   int
+	dir      string
+	model    string
+	dim      int
+	exactMax int
 
 	// opMu is held for reading by every operation and for writing by Close
 	// and Rebuild, which replace or retire the partitions.
@@ -74,13 +77,22 @@ var (
 	_ Compactor = (*Local)(nil)
 )
 
+// LocalOption is an option of OpenLocal.
+type LocalOption func(*Local)
+
+// WithExactMax sets the largest number of points of one user and scope searched exactly
+// (DefaultExactMax by default); a larger one is searched through int8 codes with exact
+// re-scoring and keeps its float32 vectors in a spill file under dir (quant.go). 0 searches
+// every segment that way.
+func WithExactMax(n int) LocalOption { return func(l *Local) { l.exactMax = max(n, 0) } }
+
 // OpenLocal opens (or creates) the local store in dir for vectors of model
 // and dim. An existing index built for another model or dimension gives
 // ErrModelMismatch. model "" and dim 0 adopt what the index stores (an error
 // when there is no index yet). Damaged partition files are dropped and
 // listed by Problems; Digest then disagrees with SQL and the caller
-// rebuilds.
-func OpenLocal(dir string, model string, dim int) (*Local, error) {
+// rebuilds. Options: WithExactMax.
+func OpenLocal(dir string, model string, dim int, opts ...LocalOption) (*Local, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open local vector store: %w", err)
 	}
@@ -105,10 +117,16 @@ func OpenLocal(dir string, model string, dim int) (*Local, error) {
 				dir, m.Model, m.Dim, model, dim, ErrModelMismatch)
 		}
 	}
-	l := &Local{dir: dir, model: m.Model, dim: m.Dim, gen: m.Generation, parts: make(map[partKey]*partition)}
+	l := &Local{dir: dir, model: m.Model, dim: m.Dim, exactMax: DefaultExactMax, gen: m.Generation, parts: make(map[partKey]*partition)}
+	for _, o := range opts {
+		o(l)
+	}
 	if err := l.load(); err != nil {
 		return nil, err
 	}
+	// Loading decodes every point once and drops it after copying it in: garbage the size of
+	// the index, which the runtime would otherwise keep resident for minutes as its heap goal.
+	debug.FreeOSMemory()
 	return l, nil
 }
 
@@ -165,6 +183,11 @@ func (l *Local) load() error {
 		return fmt.Errorf("open local vector store: %w", err)
 	}
 	cur := "g" + strconv.Itoa(l.gen)
+	// spill files are removed as soon as they are opened where the system allows it; what a
+	// process that stopped left here is of no use
+	if err := os.RemoveAll(spillDir(l.dir)); err != nil {
+		return fmt.Errorf("remove stale spill files: %w", err)
+	}
 	for _, e := range entries {
 		if e.IsDir() && strings.HasPrefix(e.Name(), "g") && e.Name() != cur {
 			if err := os.RemoveAll(filepath.Join(l.dir, e.Name())); err != nil {
@@ -203,16 +226,23 @@ func (l *Local) load() error {
 func (l *Local) loadPartition(gdir, stem string) {
 	var pt *partition
 	snapPath := filepath.Join(gdir, stem+".snap")
-	if b, err := os.ReadFile(snapPath); err == nil {
-		account, user, pts, err := decodeSnapshot(b)
-		if err != nil || partitionFile(account, user) != stem {
-			l.problems = append(l.problems, fmt.Sprintf("%s: dropped: %v", snapPath, cmp.Or(err, errCorrupt)))
-			_ = os.Remove(snapPath)
-		} else {
-			pt = newPartition(account, user)
-			for _, p := range pts {
-				pt.put(p)
+	if b, release, err := readFileMapped(snapPath); err == nil {
+		err := decodeSnapshot(b, func(account, user string) bool {
+			if partitionFile(account, user) != stem {
+				return false
 			}
+			pt = l.newPartition(account, user)
+			return true
+		}, func(p Point) { pt.put(p) })
+		release()
+		if err != nil {
+			l.problems = append(l.problems, fmt.Sprintf("%s: dropped: %v", snapPath, err))
+			_ = os.Remove(snapPath)
+			if pt != nil {
+				pt.release()
+				pt = nil
+			}
+		} else {
 			pt.snapBytes = int64(len(b))
 		}
 	}
@@ -225,7 +255,7 @@ func (l *Local) loadPartition(gdir, stem string) {
 			_ = os.Remove(logPath)
 		} else {
 			if pt == nil {
-				pt = newPartition(recs[0].account, recs[0].user)
+				pt = l.newPartition(recs[0].account, recs[0].user)
 			}
 			for _, r := range recs[1:] {
 				switch r.op {
@@ -276,6 +306,11 @@ func (l *Local) begin(ctx context.Context) error {
 	return nil
 }
 
+// newPartition returns an empty partition with the store's exact maximum and spill dir.
+func (l *Local) newPartition(account, user string) *partition {
+	return newPartition(account, user, l.exactMax, spillDir(l.dir))
+}
+
 // partition returns the tenant's partition, creating it when create is set.
 func (l *Local) partition(account, user string, create bool) *partition {
 	l.partsMu.Lock()
@@ -283,7 +318,7 @@ func (l *Local) partition(account, user string, create bool) *partition {
 	k := partKey{account, user}
 	pt := l.parts[k]
 	if pt == nil && create {
-		pt = newPartition(account, user)
+		pt = l.newPartition(account, user)
 		l.parts[k] = pt
 	}
 	return pt
@@ -445,7 +480,10 @@ func (pt *partition) snapshot(gdir string) error {
 	if pt.n == 0 {
 		_ = os.Remove(filepath.Join(gdir, pt.file+".snap"))
 	} else {
-		b := encodeSnapshot(pt.account, pt.user, pt.sortedPoints())
+		b, err := pt.snapshotBytes()
+		if err != nil {
+			return err
+		}
 		if err := writeFileAtomic(gdir, pt.file+".snap", b); err != nil {
 			return fmt.Errorf("snapshot vector partition: %w", err)
 		}
@@ -511,7 +549,10 @@ func (l *Local) Get(ctx context.Context, accountID, userID, id string) (Point, e
 	}
 	pt.mu.RLock()
 	defer pt.mu.RUnlock()
-	p, ok := pt.get(cid)
+	p, ok, err := pt.get(cid)
+	if err != nil {
+		return Point{}, fmt.Errorf("get %s: %w", id, err)
+	}
 	if !ok {
 		return Point{}, fmt.Errorf("get %s: %w", id, ErrNotFound)
 	}
@@ -539,7 +580,11 @@ func (l *Local) Search(ctx context.Context, f Filter, vector []float32, query st
 	}
 	pt.mu.RLock()
 	defer pt.mu.RUnlock()
-	return pt.search(f, vector, query, k), nil
+	hits, err := pt.search(f, vector, query, k)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	return hits, nil
 }
 
 // Scroll implements Store.
@@ -572,7 +617,11 @@ func (l *Local) Scroll(ctx context.Context, f Filter, after string, limit int) (
 	}
 	out := make([]Point, len(refs))
 	for i, r := range refs {
-		out[i] = pt.point(r, true)
+		p, err := pt.point(r)
+		if err != nil {
+			return nil, "", fmt.Errorf("scroll: %w", err)
+		}
+		out[i] = p
 	}
 	next := ""
 	if more {
@@ -679,7 +728,7 @@ func (l *Local) Rebuild(ctx context.Context, pts []Point) error {
 		}
 		k := partKey{p.AccountID, p.UserID}
 		if parts[k] == nil {
-			parts[k] = newPartition(k.account, k.user)
+			parts[k] = l.newPartition(k.account, k.user)
 		}
 		parts[k].put(p)
 	}
@@ -704,8 +753,11 @@ func (l *Local) Rebuild(ctx context.Context, pts []Point) error {
 			_ = os.RemoveAll(ndir)
 			return fmt.Errorf("rebuild: %w", err)
 		}
-		b := encodeSnapshot(pt.account, pt.user, pt.sortedPoints())
-		if err := writeFileAtomic(ndir, pt.file+".snap", b); err != nil {
+		b, err := pt.snapshotBytes()
+		if err == nil {
+			err = writeFileAtomic(ndir, pt.file+".snap", b)
+		}
+		if err != nil {
 			_ = os.RemoveAll(ndir)
 			return fmt.Errorf("rebuild: %w", err)
 		}

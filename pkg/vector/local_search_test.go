@@ -163,9 +163,56 @@ func randomPoint(r *rand.Rand, acct, user string, dim int) vector.Point {
 // float32 scan, heaps) against the plain computation, across upserts,
 // replacements and deletes, for many filters, and again after a reopen.
 func TestLocalSearchMatchesReference(t *testing.T) {
+	searchAgainstReference(t, nil, func(t *testing.T, where string, got, want []vector.Hit, _ func(id string) (vector.Hit, bool)) {
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d hits, want %d", where, len(got), len(want))
+		}
+		for i := range want {
+			g, w := got[i], want[i]
+			if g.ID != w.ID || math.Abs(g.Dense-w.Dense) > 1e-12 || math.Abs(g.Keyword-w.Keyword) > 1e-9 {
+				t.Fatalf("%s hit %d: got %s %.12f %.9f, want %s %.12f %.9f", where, i, g.ID, g.Dense, g.Keyword, w.ID, w.Dense, w.Keyword)
+			}
+			if g.Point.Text != w.Point.Text || g.Point.Scope != w.Point.Scope || !slices.Equal(g.Point.Vector, w.Point.Vector) ||
+				len(g.Point.Payload) != len(w.Point.Payload) {
+				t.Fatalf("%s hit %d: point %+v, want %+v", where, i, g.Point, w.Point)
+			}
+		}
+	})
+}
+
+// TestQuantisedSearchRecall runs the same searches with every segment quantised: each hit's
+// scores are exact, the keyword side is the reference's, and the hits are the reference's
+// but for a few points the codes rank out of the re-scored candidates.
+func TestQuantisedSearchRecall(t *testing.T) {
+	found, total := 0, 0
+	searchAgainstReference(t, []vector.LocalOption{vector.WithExactMax(0)}, func(t *testing.T, where string, got, want []vector.Hit, exact func(id string) (vector.Hit, bool)) {
+		for _, g := range got {
+			w, ok := exact(g.ID)
+			if !ok || math.Abs(g.Dense-w.Dense) > 1e-12 || math.Abs(g.Keyword-w.Keyword) > 1e-9 || !slices.Equal(g.Point.Vector, w.Point.Vector) {
+				t.Fatalf("%s: hit %s %.12f %.9f, exactly %+v (found %v)", where, g.ID, g.Dense, g.Keyword, w, ok)
+			}
+		}
+		for _, w := range want {
+			total++
+			if slices.ContainsFunc(got, func(g vector.Hit) bool { return g.ID == w.ID }) {
+				found++
+			}
+		}
+	})
+	if r := float64(found) / float64(total); r < 0.98 {
+		t.Fatalf("recall %.4f (%d of %d reference hits), want at least 0.98", r, found, total)
+	} else {
+		t.Logf("recall %.4f (%d of %d reference hits)", r, found, total)
+	}
+}
+
+// searchAgainstReference searches a store opened with opts across upserts, replacements and
+// deletes, for many filters, and again after a reopen, and hands each result to check with
+// the reference's hits and every matching point's exact scores.
+func searchAgainstReference(t *testing.T, opts []vector.LocalOption, check func(t *testing.T, where string, got, want []vector.Hit, exact func(id string) (vector.Hit, bool))) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s := openLocal(t, dir)
+	s := openLocal(t, dir, opts...)
 	r := rand.New(rand.NewPCG(7, 9))
 	const acct, user = "acct-ref", "user-ref"
 	points := map[string]vector.Point{}
@@ -203,7 +250,7 @@ func TestLocalSearchMatchesReference(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			s = openLocal(t, dir)
+			s = openLocal(t, dir, opts...)
 		}
 		all := make([]vector.Point, 0, len(points))
 		for _, id := range order {
@@ -234,29 +281,36 @@ func TestLocalSearchMatchesReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := refSearch(all, f, vec, query, k)
-			if len(got) != len(want) {
-				t.Fatalf("round %d query %d: %d hits, want %d", round, qi, len(got), len(want))
-			}
-			for i := range want {
-				g, w := got[i], want[i]
-				if g.ID != w.ID || math.Abs(g.Dense-w.Dense) > 1e-12 || math.Abs(g.Keyword-w.Keyword) > 1e-9 {
-					t.Fatalf("round %d query %d hit %d: got %s %.12f %.9f, want %s %.12f %.9f",
-						round, qi, i, g.ID, g.Dense, g.Keyword, w.ID, w.Dense, w.Keyword)
+			every := refSearch(all, f, vec, query, len(all))
+			exact := func(id string) (vector.Hit, bool) {
+				i := slices.IndexFunc(every, func(h vector.Hit) bool { return h.ID == id })
+				if i < 0 {
+					return vector.Hit{}, false
 				}
-				if g.Point.Text != w.Point.Text || g.Point.Scope != w.Point.Scope || !slices.Equal(g.Point.Vector, w.Point.Vector) ||
-					len(g.Point.Payload) != len(w.Point.Payload) {
-					t.Fatalf("round %d query %d hit %d: point %+v, want %+v", round, qi, i, g.Point, w.Point)
-				}
+				return every[i], true
 			}
+			check(t, fmt.Sprintf("round %d query %d", round, qi), got, want, exact)
 		}
 	}
 }
 
+// BenchmarkSearch searches one user's 10k and 100k points (384 dimensions, 95% in the user
+// scope) in every scope, exactly and with the segments quantised (WithExactMax(0)).
 func BenchmarkSearch(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		n    int
+		opts []vector.LocalOption
+	}{
+		{"exact/10000", 10_000, []vector.LocalOption{vector.WithExactMax(math.MaxInt)}},
+		{"exact/100000", 100_000, []vector.LocalOption{vector.WithExactMax(math.MaxInt)}},
+		{"quantised/10000", 10_000, []vector.LocalOption{vector.WithExactMax(0)}},
+		{"quantised/100000", 100_000, []vector.LocalOption{vector.WithExactMax(0)}},
+	} {
+		n := c.n
+		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
-			s, err := vector.OpenLocal(b.TempDir(), "bench", 384)
+			s, err := vector.OpenLocal(b.TempDir(), "bench", 384, c.opts...)
 			if err != nil {
 				b.Fatal(err)
 			}

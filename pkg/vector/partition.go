@@ -2,6 +2,8 @@ package vector
 
 import (
 	"cmp"
+	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -25,8 +27,12 @@ const (
 	// which k points win.
 	denseMargin = 16
 	// parallelMinPoints: a dense scan over at least this many points is
-	// split across the CPUs.
+	// split across the CPUs. A quantised point counts for 1/quantCost of
+	// one: its codes scan about 14x faster (BenchmarkDotsInt8 against
+	// BenchmarkDot32), and splitting a scan of a millisecond only adds the
+	// wait for the slower goroutine.
 	parallelMinPoints = 16 * blockPoints
+	quantCost         = 8
 )
 
 // partition holds one (account, user) pair's points with their BM25 index.
@@ -38,6 +44,11 @@ type partition struct {
 	account string
 	user    string
 	file    string // file name stem under the generation dir
+
+	// exactMax: a segment with more points is quantised (segment_vectors.go), its vectors
+	// spilled under spillDir ("": never).
+	exactMax int
+	spillDir string
 
 	ids      map[string]ref // point id -> where it is
 	segs     []*segment     // one per scope, in first-seen order
@@ -58,24 +69,25 @@ type ref struct {
 	i   int32
 }
 
-// segment holds the points of one scope: vectors in contiguous blocks,
-// metadata and BM25 postings indexed by the point's position. A removal
-// moves the last point into the hole.
+// segment holds the points of one scope: vectors in contiguous blocks (or,
+// once quantised, int8 codes in blocks and the vectors in a spill file:
+// segment_vectors.go), metadata and BM25 postings indexed by the point's
+// position. A removal moves the last point into the hole.
 type segment struct {
 	scope    string
 	dim      int
-	blocks   []vecBlock // blockPoints vectors each
-	norms    []float64  // L2 norm of each vector
-	inv      []float32  // 1/norm (0 for a zero vector), for the scan
+	blocks   []vecBlock  // blockPoints vectors each (nil when quantised)
+	codes    []codeBlock // quantised: blockPoints codes each
+	scale    []float32   // quantised: the codes' scale by position (quantise)
+	spill    *spillFile  // quantised: the float32 vectors by position
+	noSpill  bool        // a spill failed: the segment stays in blocks
+	err      error       // a spilled vector could not be read back: searches fail with it
+	norms    []float64   // L2 norm of each vector
+	inv      []float32   // 1/norm (0 for a zero vector), for the scan
 	meta     []pointMeta
+	lens     []int32     // pointMeta.length by position, for BM25 over the postings
+	scores   sync.Pool   // *kwScratch of the segment's length, for keyword searches
 	postings [][]posting // by term id
-}
-
-// vecBlock is one block of vectors; raw is set when it lives outside the Go
-// heap (see newBlock) and must be freed.
-type vecBlock struct {
-	v   []float32
-	raw []byte
 }
 
 // pointMeta is a point without its vector. Agent, kind and category are
@@ -96,14 +108,19 @@ type termFreq struct{ term, tf int32 }
 
 type posting struct{ i, tf int32 }
 
-func newPartition(account, user string) *partition {
+// newPartition returns an empty partition whose segments of more than
+// exactMax points are quantised, their vectors spilled under spillDir (""
+// keeps every segment exact).
+func newPartition(account, user string, exactMax int, spillDir string) *partition {
 	return &partition{
-		account: account,
-		user:    user,
-		file:    partitionFile(account, user),
-		ids:     make(map[string]ref),
-		termIDs: make(map[string]int32),
-		strs:    make(map[string]string),
+		account:  account,
+		user:     user,
+		file:     partitionFile(account, user),
+		exactMax: exactMax,
+		spillDir: spillDir,
+		ids:      make(map[string]ref),
+		termIDs:  make(map[string]int32),
+		strs:     make(map[string]string),
 	}
 }
 
@@ -150,15 +167,12 @@ func (pt *partition) put(p Point) {
 		s.dim = len(p.Vector)
 	}
 	i := s.len()
-	if i/blockPoints == len(s.blocks) {
-		s.blocks = append(s.blocks, newBlock(blockPoints*s.dim))
-	}
-	copy(s.vec(i), p.Vector)
 	nv := norm(p.Vector)
 	var inv float32
 	if nv > 0 {
 		inv = float32(1 / nv)
 	}
+	s.storeVec(i, p.Vector, inv)
 	s.norms = append(s.norms, nv)
 	s.inv = append(s.inv, inv)
 
@@ -193,9 +207,15 @@ func (pt *partition) put(p Point) {
 		pt.df[tf.term]++
 	}
 	s.meta = append(s.meta, m)
+	s.lens = append(s.lens, m.length)
 	pt.ids[p.ID] = ref{seg: si, i: int32(i)}
 	pt.n++
 	pt.totalLen += int(m.length)
+	if s.spill == nil && !s.noSpill && pt.spillDir != "" && s.len() > pt.exactMax {
+		if err := s.spillTo(pt.spillDir); err != nil {
+			s.noSpill = true // searched exactly, from memory, as below the maximum
+		}
+	}
 }
 
 // remove deletes id if present. The caller holds mu for writing.
@@ -218,11 +238,15 @@ func (pt *partition) remove(id string) {
 	pt.n--
 	delete(pt.ids, id)
 
-	last := s.len() - 1
+	n := s.len()
+	last := n - 1
 	if i != last {
-		copy(s.vec(i), s.vec(last))
 		s.norms[i], s.inv[i] = s.norms[last], s.inv[last]
+		if err := s.moveVec(i, last); err != nil {
+			s.err = err
+		}
 		s.meta[i] = s.meta[last]
+		s.lens[i] = s.lens[last]
 		for _, tf := range s.meta[i].terms {
 			post := s.postings[tf.term]
 			j := slices.IndexFunc(post, func(p posting) bool { return int(p.i) == last })
@@ -232,11 +256,15 @@ func (pt *partition) remove(id string) {
 	}
 	s.meta[last] = pointMeta{}
 	s.meta = s.meta[:last]
+	s.lens = s.lens[:last]
 	s.norms = s.norms[:last]
 	s.inv = s.inv[:last]
-	if last%blockPoints == 0 {
-		s.blocks[len(s.blocks)-1].free()
-		s.blocks = s.blocks[:len(s.blocks)-1]
+	s.dropLast(n)
+	if s.spill != nil {
+		s.scale = s.scale[:last]
+		if last < pt.exactMax/2 {
+			_ = s.unspill(last) // on a read error it stays quantised
+		}
 	}
 }
 
@@ -244,10 +272,7 @@ func (pt *partition) remove(id string) {
 // used afterwards; the caller makes sure no operation still holds it.
 func (pt *partition) release() {
 	for _, s := range pt.segs {
-		for i := range s.blocks {
-			s.blocks[i].free()
-		}
-		s.blocks = nil
+		s.release()
 	}
 	pt.segs, pt.ids, pt.n = nil, map[string]ref{}, 0
 }
@@ -258,46 +283,67 @@ func (pt *partition) has(id string) bool {
 	return ok
 }
 
-// point returns the stored point at r; the vector is shared with the index
-// unless clone is set.
-func (pt *partition) point(r ref, clone bool) Point {
+// point returns a copy of the stored point at r.
+func (pt *partition) point(r ref) (Point, error) {
+	s := pt.segs[r.seg]
+	p := pt.pointMeta(r)
+	v, err := s.loadVec(int(r.i), make([]float32, s.dim))
+	if err != nil {
+		return Point{}, err
+	}
+	p.Vector = slices.Clone(v)
+	if p.Payload != nil {
+		p.Payload = maps.Clone(p.Payload)
+	}
+	return p, nil
+}
+
+// pointMeta returns the stored point at r without its vector; the payload is shared with the
+// index.
+func (pt *partition) pointMeta(r ref) Point {
 	s := pt.segs[r.seg]
 	m := &s.meta[r.i]
-	p := Point{ID: m.id, AccountID: pt.account, UserID: pt.user, AgentID: m.agent, Scope: s.scope, Kind: m.kind,
-		Category: m.category, Text: m.text, Vector: s.vec(int(r.i)), CreatedAt: m.createdAt}
-	if clone {
-		p.Vector = slices.Clone(p.Vector)
-		if m.payload != nil {
-			p.Payload = make(map[string]string, len(m.payload))
-			for k, v := range m.payload {
-				p.Payload[k] = v
-			}
-		}
-	} else {
-		p.Payload = m.payload
-	}
-	return p
+	return Point{ID: m.id, AccountID: pt.account, UserID: pt.user, AgentID: m.agent, Scope: s.scope, Kind: m.kind,
+		Category: m.category, Text: m.text, Payload: m.payload, CreatedAt: m.createdAt}
 }
 
 // get returns a copy of the point id.
-func (pt *partition) get(id string) (Point, bool) {
+func (pt *partition) get(id string) (Point, bool, error) {
 	r, ok := pt.ids[id]
 	if !ok {
-		return Point{}, false
+		return Point{}, false, nil
 	}
-	return pt.point(r, true), true
+	p, err := pt.point(r)
+	return p, true, err
 }
 
-// sortedPoints returns the partition's points in id order; their vectors
-// and payloads are shared with the index (for encoding under mu).
-func (pt *partition) sortedPoints() []*Point {
+// snapshotBytes encodes the partition's snapshot, its points in id order. The caller holds mu.
+func (pt *partition) snapshotBytes() ([]byte, error) {
 	refs := pt.sortedRefs(Filter{}, "")
-	out := make([]*Point, len(refs))
-	for i, r := range refs {
-		p := pt.point(r, false)
-		out[i] = &p
+	var buf []float32
+	var err error
+	b := encodeSnapshot(pt.account, pt.user, len(refs), func(load bool, yield func(*Point) bool) {
+		for _, r := range refs {
+			p := pt.pointMeta(r)
+			s := pt.segs[r.seg]
+			if len(buf) < s.dim {
+				buf = make([]float32, s.dim)
+			}
+			p.Vector = buf[:s.dim] // the right length to size the buffer
+			if load {
+				if p.Vector, err = s.loadVec(int(r.i), buf[:s.dim]); err != nil {
+					return
+				}
+			}
+			if !yield(&p) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot vector partition: %w", err)
 	}
-	return out
+	return b, nil
 }
 
 // sortedRefs returns the points matching f with an id after `after`, in id
@@ -447,16 +493,28 @@ func (t *topHeap) sorted() []cand {
 	return out
 }
 
-// scanRange scores points [from, to) of segment si by float32 dot product
-// into t. The caller holds mu for reading.
-func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, invQ float32, t *topHeap) {
+// scanRange scores points [from, to) of segment si into t: by float32 dot
+// product, or by the codes' dot product for a quantised segment (qc, qscale:
+// the query's codes). from is a multiple of blockPoints and to-from at most
+// blockPoints. The caller holds mu for reading.
+func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, invQ float32, qc []int16, qscale float32, t *topHeap) {
 	s := pt.segs[si]
 	check := f.pointFilter()
+	var dots [blockPoints]int32
+	if s.spill != nil {
+		o := (from % blockPoints) * s.dim
+		dotsInt8(qc, s.codes[from/blockPoints].c[o:], s.dim, dots[:to-from])
+	}
 	for i := from; i < to; i++ {
 		if check && !f.matchMeta(s.scope, &s.meta[i]) {
 			continue
 		}
-		x := dot32(q, s.vec(i)) * s.inv[i] * invQ
+		var x float32
+		if s.spill != nil {
+			x = float32(dots[i-from]) * s.scale[i] * qscale
+		} else {
+			x = dot32(q, s.vec(i)) * s.inv[i] * invQ
+		}
 		score := float64(min(max(x, 0), 1))
 		if !t.admits(score) {
 			continue
@@ -465,10 +523,12 @@ func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, in
 	}
 }
 
-// denseTop returns the k points of segs closest to q by exact cosine,
-// ties by id. A float32 scan (split across CPUs when large) keeps
-// k+denseMargin candidates, which are then re-scored in float64.
-func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k int) []cand {
+// denseTop returns the k points of segs closest to q by cosine, ties by id,
+// with their exact (float64) cosine. A scan (split across CPUs when large)
+// keeps k+denseMargin candidates by float32 cosine, quantRescore times as
+// many when a segment is quantised (by its codes), and re-scores them
+// exactly. The caller holds mu for reading.
+func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k int) ([]cand, error) {
 	keep := k + denseMargin
 	invQ := float32(0)
 	if qn > 0 {
@@ -479,13 +539,28 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 		from, to int
 	}
 	var jobs []job
+	var qc []int16
+	var qscale float32
 	total := 0
 	for _, si := range segs {
-		n := pt.segs[si].len()
+		s := pt.segs[si]
+		if s.err != nil {
+			return nil, s.err
+		}
+		if s.spill != nil && qc == nil {
+			qc = make([]int16, s.dim)
+			qscale = quantiseQuery(q, invQ, qc)
+			keep *= quantRescore
+		}
+		n := s.len()
 		for from := 0; from < n; from += blockPoints {
 			jobs = append(jobs, job{si, from, min(from+blockPoints, n)})
 		}
-		total += n
+		if s.spill != nil {
+			total += n / quantCost
+		} else {
+			total += n
+		}
 	}
 	workers := 1
 	if total >= parallelMinPoints {
@@ -497,7 +572,7 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 		heaps[w].k = keep
 		run := func() {
 			for j := w; j < len(jobs); j += workers {
-				pt.scanRange(f, jobs[j].seg, jobs[j].from, jobs[j].to, q, invQ, &heaps[w])
+				pt.scanRange(f, jobs[j].seg, jobs[j].from, jobs[j].to, q, invQ, qc, qscale, &heaps[w])
 			}
 		}
 		if w == workers-1 {
@@ -511,29 +586,74 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 		}()
 	}
 	wg.Wait()
-	var all []cand
-	for w := range heaps {
-		all = append(all, heaps[w].h...)
-	}
-	for i := range all {
-		s := pt.segs[all[i].r.seg]
-		all[i].score = dense(s.vec(int(all[i].r.i)), s.norms[all[i].r.i], q, qn)
-	}
+	buf := make([]float32, len(q))
 	t := topHeap{k: k}
-	for _, c := range all {
-		t.push(c)
+	for w := range heaps {
+		for _, c := range heaps[w].h {
+			s := pt.segs[c.r.seg]
+			v, err := s.loadVec(int(c.r.i), buf)
+			if err != nil {
+				return nil, err
+			}
+			c.score = dense(v, s.norms[c.r.i], q, qn)
+			t.push(c)
+		}
 	}
-	return t.sorted()
+	return t.sorted(), nil
 }
 
-// keywordScores returns the BM25 score of every point of segs matching f
-// that holds at least one query term, by segment position (nil for a
-// segment without matches). Collection statistics (N, df, average length)
-// are the partition's. The caller holds mu for reading.
-func (pt *partition) keywordScores(f Filter, segs []int32, query string) map[int32][]float64 {
+// kwScores are the BM25 scores of one search, held only for the points that hold a query
+// term: the postings are walked, never the segment. Each segment with matches lends a scratch
+// (its pool's): scores by position, all zero but where touched, and the positions touched.
+// release returns them.
+type kwScores struct {
+	segs map[int32]*kwScratch
+}
+
+type kwScratch struct {
+	seg     *segment
+	score   []float64 // by segment position; zero where not touched
+	touched []int32
+}
+
+// scratch returns a kwScratch of the segment's length from its pool (one pool per segment, so
+// that a search of a small segment never takes, and drops, a large one's).
+func (s *segment) scratch() *kwScratch {
+	n := s.len()
+	if k, ok := s.scores.Get().(*kwScratch); ok && cap(k.score) >= n {
+		k.score = k.score[:n]
+		return k
+	}
+	return &kwScratch{seg: s, score: make([]float64, n)}
+}
+
+// get returns the keyword score of the point at r (0 when it holds no query term).
+func (k *kwScores) get(r ref) float64 {
+	if ks := k.segs[r.seg]; ks != nil {
+		return ks.score[r.i]
+	}
+	return 0
+}
+
+// release zeroes the touched scores and returns the scratches to their pools.
+func (k *kwScores) release() {
+	for _, ks := range k.segs {
+		for _, i := range ks.touched {
+			ks.score[i] = 0
+		}
+		ks.touched = ks.touched[:0]
+		ks.seg.scores.Put(ks)
+	}
+	k.segs = nil
+}
+
+// keywordScores returns the BM25 scores of the points of segs matching f that hold at least
+// one query term. Collection statistics (N, df, average length) are the partition's. The
+// caller holds mu for reading and releases the result.
+func (pt *partition) keywordScores(f Filter, segs []int32, query string) kwScores {
 	terms := Terms(query)
 	if len(terms) == 0 || pt.n == 0 {
-		return nil
+		return kwScores{}
 	}
 	n := float64(pt.n)
 	avgLen := float64(pt.totalLen) / n
@@ -541,7 +661,7 @@ func (pt *partition) keywordScores(f Filter, segs []int32, query string) map[int
 		avgLen = 1
 	}
 	check := f.pointFilter()
-	scores := map[int32][]float64{}
+	kw := kwScores{segs: map[int32]*kwScratch{}}
 	seen := make(map[string]bool, len(terms))
 	for _, t := range terms {
 		if seen[t] {
@@ -559,32 +679,36 @@ func (pt *partition) keywordScores(f Filter, segs []int32, query string) map[int
 			if int(tid) >= len(s.postings) || len(s.postings[tid]) == 0 {
 				continue
 			}
-			sc := scores[si]
-			if sc == nil {
-				sc = make([]float64, s.len())
-				scores[si] = sc
+			ks := kw.segs[si]
+			if ks == nil {
+				ks = s.scratch()
+				kw.segs[si] = ks
 			}
+			sc := ks.score
 			for _, p := range s.postings[tid] {
-				m := &s.meta[p.i]
-				if check && !f.matchMeta(s.scope, m) {
+				if check && !f.matchMeta(s.scope, &s.meta[p.i]) {
 					continue
 				}
+				if sc[p.i] == 0 {
+					ks.touched = append(ks.touched, p.i)
+				}
 				x := float64(p.tf)
-				sc[p.i] += idf * x * (bm25K1 + 1) / (x + bm25K1*(1-bm25B+bm25B*float64(m.length)/avgLen))
+				sc[p.i] += idf * x * (bm25K1 + 1) / (x + bm25K1*(1-bm25B+bm25B*float64(s.lens[p.i])/avgLen))
 			}
 		}
 	}
-	return scores
+	return kw
 }
 
 // keywordTop returns the k best keyword scores, ties by id.
-func (pt *partition) keywordTop(kw map[int32][]float64, k int) []cand {
+func (pt *partition) keywordTop(kw kwScores, k int) []cand {
 	t := topHeap{k: k}
-	for si, sc := range kw {
+	for si, ks := range kw.segs {
 		s := pt.segs[si]
-		for i, v := range sc {
-			if v > 0 && t.admits(v) {
-				t.push(cand{r: ref{seg: si, i: int32(i)}, id: s.meta[i].id, score: v})
+		sc := ks.score
+		for _, i := range ks.touched {
+			if v := sc[i]; v > 0 && t.admits(v) {
+				t.push(cand{r: ref{seg: si, i: i}, id: s.meta[i].id, score: v})
 			}
 		}
 	}
@@ -593,7 +717,7 @@ func (pt *partition) keywordTop(kw map[int32][]float64, k int) []cand {
 
 // search implements Store.Search on one partition. The caller holds mu for
 // reading.
-func (pt *partition) search(f Filter, q []float32, query string, k int) []Hit {
+func (pt *partition) search(f Filter, q []float32, query string, k int) ([]Hit, error) {
 	var segs []int32
 	for i, s := range pt.segs {
 		if in(f.Scopes, s.scope) && s.len() > 0 {
@@ -601,14 +725,21 @@ func (pt *partition) search(f Filter, q []float32, query string, k int) []Hit {
 		}
 	}
 	if len(segs) == 0 {
-		return []Hit{}
+		return []Hit{}, nil
 	}
 	qn := norm(q)
 	kw := pt.keywordScores(f, segs, query)
+	defer kw.release()
 	var pick []ref
+	denseOf := map[ref]float64{}
 	if len(q) > 0 {
-		for _, c := range pt.denseTop(f, segs, q, qn, k) {
+		top, err := pt.denseTop(f, segs, q, qn, k)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range top {
 			pick = append(pick, c.r)
+			denseOf[c.r] = c.score
 		}
 	}
 	for _, c := range pt.keywordTop(kw, k) {
@@ -618,12 +749,15 @@ func (pt *partition) search(f Filter, q []float32, query string, k int) []Hit {
 	}
 	hits := make([]Hit, 0, len(pick))
 	for _, r := range pick {
-		s := pt.segs[r.seg]
-		h := Hit{ID: s.meta[r.i].id, Dense: dense(s.vec(int(r.i)), s.norms[r.i], q, qn), Point: pt.point(r, true)}
-		if sc := kw[r.seg]; sc != nil {
-			h.Keyword = sc[r.i]
+		p, err := pt.point(r)
+		if err != nil {
+			return nil, err
 		}
-		hits = append(hits, h)
+		d, ok := denseOf[r]
+		if !ok {
+			d = dense(p.Vector, pt.segs[r.seg].norms[r.i], q, qn)
+		}
+		hits = append(hits, Hit{ID: p.ID, Dense: d, Keyword: kw.get(r), Point: p})
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
 		if c := cmp.Compare(b.Dense, a.Dense); c != 0 {
@@ -634,5 +768,5 @@ func (pt *partition) search(f Filter, q []float32, query string, k int) []Hit {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	return hits
+	return hits, nil
 }

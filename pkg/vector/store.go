@@ -1,7 +1,8 @@
 // Package vector is the vector store every service searches memories in: the
-// Store interface, the local embedded store (exact cosine + BM25, persisted
-// under the data dir) and, in vectortest, the conformance suite every adapter
-// runs.
+// Store interface, the local embedded store (cosine + BM25, persisted under
+// the data dir; large users searched through int8 codes with exact
+// re-scoring, quant.go) and, in vectortest, the conformance suite every
+// adapter runs.
 package vector
 
 import (

@@ -2,8 +2,16 @@
 
 package vector
 
-// newBlock returns a zeroed block of n floats.
-func newBlock(n int) vecBlock { return vecBlock{v: make([]float32, n)} }
+import "os"
 
-// free drops the block.
-func (b *vecBlock) free() { *b = vecBlock{} }
+// mapAnon returns nil: blocks live on the Go heap.
+func mapAnon(int) []byte { return nil }
+
+// unmap does nothing.
+func unmap([]byte) {}
+
+// readFileMapped reads the file at path into the heap.
+func readFileMapped(path string) ([]byte, func(), error) {
+	b, err := os.ReadFile(path)
+	return b, func() {}, err
+}

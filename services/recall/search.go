@@ -185,7 +185,7 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 			memIDs = append(memIDs, h.ID)
 		}
 	}
-	rows, err := s.d.Store.MemoriesByID(ctx, account, user, memIDs)
+	rows, err := s.d.Store.MemoriesByIDNoEmbedding(ctx, account, user, memIDs)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -418,7 +418,7 @@ func (e *Env) openVectors(ctx context.Context) error {
 		e.onClose("qdrant", s.Close)
 		return nil
 	}
-	v, err := vector.OpenLocal(dir, e.Embedder.Model(), e.Embedder.Dim())
+	v, err := vector.OpenLocal(dir, e.Embedder.Model(), e.Embedder.Dim(), vector.WithExactMax(cfg.VectorExactMax))
 	if errors.Is(err, vector.ErrModelMismatch) {
 		return fmt.Errorf("vector index in %s was built with %s, not MEMBUS_EMBEDDER's %s: %w (vectors of two models never mix; "+
 			"use MEMBUS_EMBEDDER=auto, which follows the index, or start a new MEMBUS_DATA_DIR: this build cannot re-embed memories)",

@@ -1,6 +1,7 @@
 package benches
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,9 +9,14 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,6 +40,7 @@ type recallParams struct {
 	sizes    []int           // memories per user, one measured configuration each
 	count    int             // measured recalls per size
 	warmup   int
+	restart  bool // embedded: also measure a membus up restarted on the seeded data
 	progress io.Writer
 	notes    io.Writer
 }
@@ -48,6 +55,7 @@ func benchRecallCmd() *cobra.Command {
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	backend := fs.String("backend", "embedded", "embedded (SQLite) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL; the vector index stays local)")
+	restart := fs.Bool("restart", true, "embedded: also start membus up (this executable) on each size's seeded data, send it the same recalls over HTTP and print its RSS")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return cli.Exit(func() int {
@@ -57,7 +65,7 @@ func benchRecallCmd() *cobra.Command {
 				return 1
 			}
 			defer stopProfile()
-			p := recallParams{count: *count, warmup: *warmup, notes: stderr}
+			p := recallParams{count: *count, warmup: *warmup, restart: *restart, notes: stderr}
 			rb, err := harness.BackendFlag(*backend)
 			if err != nil {
 				fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
@@ -129,11 +137,22 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 	if rb.DSN != "" {
 		rb.RunID = harness.RandomHex(4) // each size gets its own accounts in the shared servers
 	}
-	env, closeEnv, err := harness.Open(ctx, "interval", "hash", rb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// Embedded, the data dir outlives the run's services: a restarted membus up is measured on it.
+	dir := ""
+	if rb.DSN == "" && p.restart {
+		d, err := os.MkdirTemp("", "membus-bench-recall-")
+		if err != nil {
+			return bench.Result{}, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	env, closeEnv, err := harness.OpenIn(ctx, dir, "interval", "hash", rb, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return bench.Result{}, err
 	}
-	defer closeEnv()
+	var closeOnce sync.Once
+	defer closeOnce.Do(closeEnv)
 	account, user, agent := "bench-recall", "u-bench", "main"
 	if rb.RunID != "" {
 		account += "-" + rb.RunID
@@ -185,7 +204,96 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 		res.Backend = "real"
 	}
 	res.Floor = &floor
+	if dir != "" {
+		closeOnce.Do(closeEnv)
+		rss, err := restartedRSS(ctx, dir, account, user, agent, qs)
+		if err != nil {
+			return res, fmt.Errorf("restarted membus up: %w", err)
+		}
+		fmt.Fprintf(p.notes, "membus bench recall: %d memories: a membus up restarted on them: RSS %.1f MB after %d recalls over HTTP "+
+			"(the table's RSS is this process's, which also seeded them and ran the floor)\n", size, rss, len(qs))
+	}
 	return res, nil
+}
+
+// restartedRSS starts `membus up` (this executable, hash embedder) on the data dir the run
+// seeded, as a user restarting it would, sends it the run's recalls over HTTP (insecure mode,
+// loopback), and returns its resident set size: what membus holding those memories occupies,
+// without the seeding's garbage or the floor's copy of the vectors.
+func restartedRSS(ctx context.Context, dir, account, user, agent string, qs []string) (float64, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	var addrs [2]string
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		addrs[i] = ln.Addr().String()
+		if err := ln.Close(); err != nil {
+			return 0, err
+		}
+	}
+	cmd := exec.CommandContext(ctx, exe, "up")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MEMBUS_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "MEMBUS_DATA_DIR="+dir, "MEMBUS_EMBEDDER=hash", "MEMBUS_NATS_SYNC=interval", "MEMBUS_NATS_LISTEN="+addrs[0],
+		"MEMBUS_HTTP_ADDR="+addrs[1], "MEMBUS_INSECURE_NO_AUTH=true", "MEMBUS_LOG_LEVEL=error", "MEMBUS_RATE_LIMIT=1000000", "MEMBUS_RATE_BURST=1000000")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	client := &http.Client{Timeout: 10 * time.Second}
+	base := "http://" + addrs[1]
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if r, err := client.Get(base + "/readyz"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return 0, fmt.Errorf("not ready within 2 minutes: %s", stderr.String())
+		}
+	}
+	for _, q := range qs {
+		body, _ := json.Marshal(contract.RecallRequest{Query: q, AgentID: agent})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/recall", bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Membus-Account", account)
+		req.Header.Set("X-Membus-User", user)
+		r, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		var resp contract.RecallResponse
+		err = json.NewDecoder(r.Body).Decode(&resp)
+		r.Body.Close()
+		switch {
+		case err != nil:
+			return 0, fmt.Errorf("recall: %s: %w", r.Status, err)
+		case r.StatusCode != http.StatusOK || resp.Degraded || len(resp.Items) == 0:
+			return 0, fmt.Errorf("recall: %s, degraded %v, %d items", r.Status, resp.Degraded, len(resp.Items))
+		}
+	}
+	rss, ok := bench.ProcessRSSMB(strconv.Itoa(cmd.Process.Pid))
+	if !ok {
+		return 0, fmt.Errorf("no /proc/%d/status", cmd.Process.Pid)
+	}
+	return rss, nil
 }
 
 // bruteForceOp is the floor: the query embedded, every vector scored exactly, the top k kept.

@@ -13,7 +13,7 @@ import (
 // keeps its docs/design.md §10 output (one line per size, the floor and the ratio beside it).
 func TestBenchRecall(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"bench", "recall", "--sizes", "50,120", "--count", "5", "--warmup", "1", "--json"}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"bench", "recall", "--sizes", "50,120", "--count", "5", "--warmup", "1", "--json", "--restart=false"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")

@@ -552,6 +552,9 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 		if p.fusion != "" {
 			c.RecallFusion = p.fusion
 		}
+		if p.exactMax != nil {
+			c.VectorExactMax = *p.exactMax
+		}
 		if p.llmBaseURL != "" {
 			c.LLMBaseURL, c.LLMModel, c.LLMAPIKey = p.llmBaseURL, p.llmModel, p.llmAPIKey
 		}
@@ -603,6 +606,9 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 	if p.fusion != "" && p.fusion != contract.FusionWeighted {
 		rep.Config = "fusion-" + p.fusion
 	}
+	if p.exactMax != nil {
+		rep.Config = strings.TrimPrefix(strings.TrimPrefix(rep.Config, "default")+fmt.Sprintf(" exact-max-%d", *p.exactMax), " ")
+	}
 	reports := []evalReport{rep}
 	if p.baseline == "bm25" {
 		b, err := runEval(ctx, convs, "bm25", "none", 1, p.progress, bm25Answers(convs), nil)
@@ -622,6 +628,7 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 type evalParams struct {
 	backend  harness.Backend // zero: embedded (SQLite, embedded NATS)
 	fusion   string          // recall fusion ("" = the default)
+	exactMax *int            // vector_exact_max (nil = the default)
 	sync     string
 	embedder string
 	baseline string
@@ -656,6 +663,7 @@ func locomoCommand() *cobra.Command {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fusion := fs.String("fusion", contract.FusionWeighted, `recall fusion of the membus run: "weighted" (the default, 0.7 dense + 0.3 keyword), "rrf", or "dense" (the embedder alone, to measure it)`)
 	backend := fs.String("backend", "embedded", harness.BackendUsage)
+	exactMax := fs.Int("vector-exact-max", -1, "vector_exact_max of the membus run: 0 searches every user through the quantised index (the users here are small), to compare it with the exact search (negative: the default)")
 	explain := fs.Bool("explain", false, "also break down, per category, where recall lost each gold turn outside its top 10 (ranked 11-20, a candidate past the limit, collapsed, dropped, or no candidate with or without a memory sourced there)")
 	extraction := fs.Bool("extraction", false, "measure the extracted memories against LoCoMo's observations (sourced, matched, duplicates, restated turns) instead of recall")
 	llmBaseURL := fs.String("llm-base-url", "", "OpenAI-compatible chat base URL to extract with (empty: the heuristic extractor, membus's default)")
@@ -705,6 +713,9 @@ func locomoCommand() *cobra.Command {
 			defer stopProfile()
 			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, notes: stderr,
 				extraction: *extraction, explain: *explain, llmBaseURL: *llmBaseURL, llmModel: *llmModel, llmAPIKey: os.Getenv("MEMBUS_LLM_API_KEY")}
+			if *exactMax >= 0 {
+				p.exactMax = exactMax
+			}
 			rb, err := harness.BackendFlag(*backend)
 			if err != nil {
 				fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)

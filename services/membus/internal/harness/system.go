@@ -218,6 +218,17 @@ func RandomHex(n int) string {
 // prefix and its accounts carry a run suffix (runID), so runs never meet in the shared servers;
 // its rows and streams are removed afterwards.
 func Open(ctx context.Context, syncMode, embedder string, rb Backend, logger *slog.Logger, opts ...func(*config.Config)) (*app.Env, func(), error) {
+	return open(ctx, "", syncMode, embedder, rb, logger, opts...)
+}
+
+// OpenIn is Open on the data dir dir, which it leaves in place when it closes (`membus bench
+// recall` restarts membus on the data it seeded).
+func OpenIn(ctx context.Context, dir, syncMode, embedder string, rb Backend, logger *slog.Logger, opts ...func(*config.Config)) (*app.Env, func(), error) {
+	return open(ctx, dir, syncMode, embedder, rb, logger, opts...)
+}
+
+// open is Open in dir, or in a temporary data dir when dir is "".
+func open(ctx context.Context, dir, syncMode, embedder string, rb Backend, logger *slog.Logger, opts ...func(*config.Config)) (*app.Env, func(), error) {
 	cfg := config.Defaults()
 	cfg.NATSSync = syncMode
 	cfg.Embedder = embedder
@@ -242,7 +253,21 @@ func Open(ctx context.Context, syncMode, embedder string, rb Backend, logger *sl
 		}
 		cleanup = func(env *app.Env) { CleanupRealRun(env, cfg.SubjectPrefix, rb.RunID) }
 	}
-	env, closeEnv, done, err := Start(ctx, cfg, logger, cleanup)
+	var env *app.Env
+	var closeEnv func()
+	var done <-chan error
+	var err error
+	if dir == "" {
+		env, closeEnv, done, err = Start(ctx, cfg, logger, cleanup)
+	} else {
+		var stop func() error
+		env, stop, done, err = StartIn(ctx, dir, cfg, logger, cleanup)
+		closeEnv = func() {
+			if err := stop(); err != nil {
+				logger.Warn("services stopped with an error", "err", err)
+			}
+		}
+	}
 	if err != nil {
 		return nil, nil, err
 	}
