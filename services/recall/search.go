@@ -263,7 +263,13 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 			c.parts.Boost = boost(boostInput{kind: c.kind, category: c.category, temporal: isTemporal, preference: isPreference, overlap: overlapTerms(qTerms, c.terms)})
 		}
 		c.score = c.parts.Fused + c.parts.Boost
-		if s.cfg.Decay {
+	}
+	if s.cfg.Fusion != contract.FusionDense {
+		liftByNeighbours(cands)
+	}
+	if s.cfg.Decay {
+		for i := range cands {
+			c := &cands[i]
 			at := c.createdAt
 			if c.eventTime != nil {
 				at = *c.eventTime
