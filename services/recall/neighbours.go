@@ -1,6 +1,8 @@
 package recall
 
 import (
+	"context"
+
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/store"
 )
@@ -9,8 +11,7 @@ import (
 // "what did Melanie paint?" is often the reply next to the turn that matches the question
 // best, and shares few words with it. So a candidate scores at least neighbourWeight times the
 // best candidate within neighbourWindow messages of its own in the same session. A memory is
-// placed by the archive candidates of the messages it is sourced at; a memory whose messages
-// have no archive candidate is neither lifted nor lifts others. Measured on the LoCoMo dev split
+// placed by the messages it is sourced at. Measured on the LoCoMo dev split
 // (README "Recall quality"); the weight and window were picked by cross-validation over its
 // conversations.
 const (
@@ -24,15 +25,45 @@ type turnPos struct {
 	seq     int64
 }
 
-// liftByNeighbours raises each candidate's score (before decay) to neighbourWeight × the best
-// score within neighbourWindow messages of one of its messages, and adds the lift to its boost.
-func liftByNeighbours(cands []candidate) {
-	pos := map[store.Source]int64{} // message → seq, from the archive candidates
+// messagePlaces returns the seq of every message a candidate states: the archive candidates'
+// own, and for a memory's messages that have none among the candidates, one SQL read. A failed
+// read only leaves those memories unplaced (logged): recall never fails for the lift.
+func (s *Service) messagePlaces(ctx context.Context, account string, cands []candidate) map[store.Source]int64 {
+	pos := map[store.Source]int64{}
 	for i := range cands {
 		if c := &cands[i]; c.kind == contract.KindArchive {
 			pos[store.Source{SessionID: c.msg.session, MessageID: c.msg.messageID}] = c.msg.seq
 		}
 	}
+	var missing []store.Source
+	asked := map[store.Source]bool{}
+	for i := range cands {
+		for _, src := range cands[i].sources {
+			if _, ok := pos[src]; !ok && !asked[src] {
+				asked[src] = true
+				missing = append(missing, src)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return pos
+	}
+	seqs, err := s.d.Store.MessageSeqs(ctx, account, missing)
+	if err != nil {
+		s.log.Warn("read the seqs of memories' messages: the neighbouring-turn lift leaves those memories out", "err", err)
+		return pos
+	}
+	for src, seq := range seqs {
+		pos[src] = seq
+	}
+	return pos
+}
+
+// liftByNeighbours raises each candidate's score (before decay) to neighbourWeight × the best
+// score within neighbourWindow messages of one of its messages, and adds the lift to its boost.
+// pos places the messages (messagePlaces); a candidate none of whose messages it places is
+// neither lifted nor lifts others.
+func liftByNeighbours(cands []candidate, pos map[store.Source]int64) {
 	if len(pos) == 0 {
 		return
 	}

@@ -265,7 +265,7 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 		c.score = c.parts.Fused + c.parts.Boost
 	}
 	if s.cfg.Fusion != contract.FusionDense {
-		liftByNeighbours(cands)
+		liftByNeighbours(cands, s.messagePlaces(ctx, account, cands))
 	}
 	if s.cfg.Decay {
 		for i := range cands {
