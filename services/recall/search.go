@@ -139,10 +139,14 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		if scope == contract.ScopeAgent && req.AgentID != "" {
 			f.AgentID = req.AgentID
 		}
+		k := s.cfg.CandidatesPerSide
+		if scope == contract.ScopeArchive {
+			k = s.cfg.ArchiveCandidatesPerSide
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hs, err := s.d.Vectors.Search(ctx, f, vecs[0], query, s.cfg.CandidatesPerSide)
+			hs, err := s.d.Vectors.Search(ctx, f, vecs[0], query, k)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
