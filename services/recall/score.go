@@ -11,7 +11,8 @@ import (
 
 // Score scale (docs/design.md §6 "Score scale"): dense cosine clamped to [0,1]; keyword BM25 divided by
 // the best keyword score of the candidate set; fused = 0.7 dense + 0.3 keyword, or RRF; then
-// the boosts; then, when on, temporal decay.
+// the boosts; then the neighbouring-turn lift (neighbours.go, carried in the boost); then,
+// when on, temporal decay.
 const (
 	denseWeight     = 0.7
 	keywordWeight   = 0.3

@@ -139,10 +139,14 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		if scope == contract.ScopeAgent && req.AgentID != "" {
 			f.AgentID = req.AgentID
 		}
+		k := s.cfg.CandidatesPerSide
+		if scope == contract.ScopeArchive {
+			k = s.cfg.ArchiveCandidatesPerSide
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hs, err := s.d.Vectors.Search(ctx, f, vecs[0], query, s.cfg.CandidatesPerSide)
+			hs, err := s.d.Vectors.Search(ctx, f, vecs[0], query, k)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -263,7 +267,13 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 			c.parts.Boost = boost(boostInput{kind: c.kind, category: c.category, temporal: isTemporal, preference: isPreference, overlap: overlapTerms(qTerms, c.terms)})
 		}
 		c.score = c.parts.Fused + c.parts.Boost
-		if s.cfg.Decay {
+	}
+	if s.cfg.Fusion != contract.FusionDense {
+		liftByNeighbours(cands, s.messagePlaces(ctx, account, cands))
+	}
+	if s.cfg.Decay {
+		for i := range cands {
+			c := &cands[i]
 			at := c.createdAt
 			if c.eventTime != nil {
 				at = *c.eventTime

@@ -463,6 +463,8 @@ type membusEval struct {
 	agent  string
 	// explain asks the ranked call for its trace (--explain).
 	explain bool
+	// traces, when set (--trace-out), receives each ranked call's trace as one JSON line.
+	traces *traceWriter
 }
 
 func (m *membusEval) account(conv int) string { return fmt.Sprintf("locomo-%d", conv+1) + m.suffix }
@@ -516,7 +518,10 @@ func (m *membusEval) answer(ctx context.Context, conv int, q locomoQuestion) (ev
 	subject := m.env.Names.RPC(m.account(conv), "recall")
 	var ranked, budget contract.RecallResponse
 	if err := bus.Call(ctx, m.env.NC, subject, contract.RecallRequest{V: contract.Version, UserID: m.user, AgentID: m.agent,
-		Query: q.Question, Limit: evalRankedLimit, MaxInjectedChars: evalRankedBudget, Now: &now, Trace: m.explain}, &ranked); err != nil {
+		Query: q.Question, Limit: evalRankedLimit, MaxInjectedChars: evalRankedBudget, Now: &now, Trace: m.explain || m.traces != nil}, &ranked); err != nil {
+		return evalAnswer{}, err
+	}
+	if err := m.traces.write(m.convs[conv].ID, q, ranked.Trace); err != nil {
 		return evalAnswer{}, err
 	}
 	if err := bus.Call(ctx, m.env.NC, subject, contract.RecallRequest{V: contract.Version, UserID: m.user, AgentID: m.agent,
@@ -598,6 +603,14 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 		}
 		m.explain, explain = true, newExplainScore(sourced)
 	}
+	if p.traceOut != "" {
+		f, err := os.Create(p.traceOut)
+		if err != nil {
+			return evalResult{}, err
+		}
+		defer f.Close()
+		m.traces = &traceWriter{w: f}
+	}
 	rep, err := runEval(ctx, convs, "membus", env.Embedder.Model(), evalWorkers, p.progress, m.answer, explain)
 	if err != nil {
 		return evalResult{}, err
@@ -638,6 +651,8 @@ type evalParams struct {
 	extraction bool
 	// explain: also break down where recall lost each gold turn it did not rank in the top 10.
 	explain bool
+	// traceOut: write each question's ranked-call trace to this file as JSON lines.
+	traceOut string
 	// llm*: an OpenAI-compatible chat model for extraction (empty: the heuristic extractor).
 	llmBaseURL, llmModel, llmAPIKey string
 }
@@ -665,6 +680,7 @@ func locomoCommand() *cobra.Command {
 	backend := fs.String("backend", "embedded", harness.BackendUsage)
 	exactMax := fs.Int("vector-exact-max", -1, "vector_exact_max of the membus run: 0 searches every user through the quantised index (the users here are small), to compare it with the exact search (negative: the default)")
 	explain := fs.Bool("explain", false, "also break down, per category, where recall lost each gold turn outside its top 10 (ranked 11-20, a candidate past the limit, collapsed, dropped, or no candidate with or without a memory sourced there)")
+	traceOut := fs.String("trace-out", "", "write each question's ranked-call trace (every candidate, its score parts and sources) to this file as JSON lines, to study the ranking offline")
 	extraction := fs.Bool("extraction", false, "measure the extracted memories against LoCoMo's observations (sourced, matched, duplicates, restated turns) instead of recall")
 	llmBaseURL := fs.String("llm-base-url", "", "OpenAI-compatible chat base URL to extract with (empty: the heuristic extractor, membus's default)")
 	llmModel := fs.String("llm-model", "", "its chat model (with --llm-base-url)")
@@ -712,7 +728,7 @@ func locomoCommand() *cobra.Command {
 			}
 			defer stopProfile()
 			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, notes: stderr,
-				extraction: *extraction, explain: *explain, llmBaseURL: *llmBaseURL, llmModel: *llmModel, llmAPIKey: os.Getenv("MEMBUS_LLM_API_KEY")}
+				extraction: *extraction, explain: *explain, traceOut: *traceOut, llmBaseURL: *llmBaseURL, llmModel: *llmModel, llmAPIKey: os.Getenv("MEMBUS_LLM_API_KEY")}
 			if *exactMax >= 0 {
 				p.exactMax = exactMax
 			}

@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// MessageSeqs returns the session position (seq) of each of the account's messages named by
+// sources; messages it does not hold are left out. Recall places a memory among the archived
+// turns around it with it (the neighbouring-turn lift). One query: the (account_id,
+// session_id, message_id) unique index answers the two IN lists, and pairs that are only in
+// their product are dropped here.
+func (s *Store) MessageSeqs(ctx context.Context, account string, sources []Source) (map[Source]int64, error) {
+	out := map[Source]int64{}
+	if len(sources) == 0 {
+		return out, nil
+	}
+	want := map[Source]bool{}
+	var sessions, messages []any
+	seenS, seenM := map[string]bool{}, map[string]bool{}
+	for _, src := range sources {
+		want[src] = true
+		if !seenS[src.SessionID] {
+			seenS[src.SessionID] = true
+			sessions = append(sessions, src.SessionID)
+		}
+		if !seenM[src.MessageID] {
+			seenM[src.MessageID] = true
+			messages = append(messages, src.MessageID)
+		}
+	}
+	q := "SELECT session_id, message_id, seq FROM messages WHERE account_id = ? AND session_id IN (?" + strings.Repeat(",?", len(sessions)-1) +
+		") AND message_id IN (?" + strings.Repeat(",?", len(messages)-1) + ")"
+	args := append(append([]any{account}, sessions...), messages...)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("message seqs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var src Source
+		var seq int64
+		if err := rows.Scan(&src.SessionID, &src.MessageID, &seq); err != nil {
+			return nil, fmt.Errorf("message seqs: %w", err)
+		}
+		if want[src] {
+			out[src] = seq
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("message seqs: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,81 @@
+package recall
+
+import (
+	"testing"
+
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/store"
+)
+
+func archiveCand(id, session string, seq int64, score float64) candidate {
+	msg := id + "-msg"
+	return candidate{id: id, kind: contract.KindArchive, score: score, msg: archiveRef{session: session, messageID: msg, seq: seq},
+		sources: []store.Source{{SessionID: session, MessageID: msg}}}
+}
+
+func memoryCand(id string, score float64, sources ...store.Source) candidate {
+	return candidate{id: id, kind: contract.KindMemory, score: score, sources: sources}
+}
+
+func TestLiftByNeighbours(t *testing.T) {
+	cases := []struct {
+		name  string
+		cands []candidate
+		read  map[store.Source]int64 // places read from SQL for memories' messages
+		want  map[string]float64     // id → score after the lift
+	}{
+		{"the reply next to the best turn rises to 0.9 of it",
+			[]candidate{archiveCand("q", "s1", 5, 1.0), archiveCand("a", "s1", 6, 0.2)},
+			nil, map[string]float64{"q": 1.0, "a": 0.9}},
+		{"two messages away still counts",
+			[]candidate{archiveCand("q", "s1", 5, 1.0), archiveCand("a", "s1", 7, 0.2)},
+			nil, map[string]float64{"a": 0.9}},
+		{"three messages away does not",
+			[]candidate{archiveCand("q", "s1", 5, 1.0), archiveCand("a", "s1", 8, 0.2)},
+			nil, map[string]float64{"a": 0.2}},
+		{"another session's message is no neighbour",
+			[]candidate{archiveCand("q", "s1", 5, 1.0), archiveCand("a", "s2", 6, 0.2)},
+			nil, map[string]float64{"a": 0.2}},
+		{"a candidate never falls",
+			[]candidate{archiveCand("q", "s1", 5, 0.5), archiveCand("a", "s1", 6, 0.8)},
+			nil, map[string]float64{"q": 0.72, "a": 0.8}},
+		{"a memory is placed by its message's archive candidate",
+			[]candidate{archiveCand("q", "s1", 5, 1.0), archiveCand("a", "s1", 6, 0.1), memoryCand("m", 0.3, store.Source{SessionID: "s1", MessageID: "a-msg"})},
+			nil, map[string]float64{"m": 0.9}},
+		{"a memory lifts the archive messages around it",
+			[]candidate{archiveCand("x", "s1", 4, 0.1), archiveCand("a", "s1", 6, 0.1), memoryCand("m", 1.0, store.Source{SessionID: "s1", MessageID: "a-msg"})},
+			nil, map[string]float64{"x": 0.9}},
+		{"a memory whose message SQL does not place stays put",
+			[]candidate{archiveCand("q", "s1", 5, 1.0), memoryCand("m", 0.3, store.Source{SessionID: "s1", MessageID: "elsewhere"})},
+			nil, map[string]float64{"m": 0.3}},
+		{"a memory placed by SQL is lifted by the archive candidate next to its message",
+			[]candidate{archiveCand("q", "s1", 5, 1.0), memoryCand("m", 0.3, store.Source{SessionID: "s1", MessageID: "elsewhere"})},
+			map[store.Source]int64{{SessionID: "s1", MessageID: "elsewhere"}: 4}, map[string]float64{"m": 0.9}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := map[string]float64{}
+			for _, cd := range c.cands {
+				before[cd.id] = cd.score
+			}
+			pos := map[store.Source]int64{}
+			for _, cd := range c.cands {
+				if cd.kind == contract.KindArchive {
+					pos[cd.sources[0]] = cd.msg.seq
+				}
+			}
+			for src, seq := range c.read {
+				pos[src] = seq
+			}
+			liftByNeighbours(c.cands, pos)
+			for _, cd := range c.cands {
+				if want, ok := c.want[cd.id]; ok && !near(cd.score, want) {
+					t.Errorf("%s: score %v, want %v", cd.id, cd.score, want)
+				}
+				if !near(cd.parts.Boost, cd.score-before[cd.id]) {
+					t.Errorf("%s: boost %v does not carry the lift %v", cd.id, cd.parts.Boost, cd.score-before[cd.id])
+				}
+			}
+		})
+	}
+}
