@@ -26,26 +26,25 @@ import (
 
 // Config of the recall service (docs/design.md §6 defaults).
 type Config struct {
-	Limit                    int           // default 6
-	ScoreThreshold           float64       // default 0.15
-	MaxInjectedChars         int           // default 4000
-	CandidatesPerSide        int           // default 24, of each memory scope (user, agent)
-	ArchiveCandidatesPerSide int           // default 48, of the archive scope (no SQL read until kept; the neighbouring-turn lift needs the turns around the best)
-	MaxItemChars             int           // default 1000
-	UserShare                float64       // default 0.6 of the budget when the agent scope has candidates
-	DefaultScopes            []string      // scopes searched when the request names none: user, agent, archive
-	Fusion                   string        // contract.FusionWeighted (default), FusionRRF or FusionDense (evaluation only)
-	Decay                    bool          // temporal decay (half-life 30 days, floor 0.5×, evergreen exempt); off by default
-	MMR                      bool          // MMR rerank (λ 0.7); off by default
-	ArchiveContext           int           // earlier messages shown with an archive item as context (never sources); default 1
-	SearchTimeout            time.Duration // bound of the vector search; past it recall answers degraded (default 2 s)
-	FallbackMemories         int           // newest memories the degraded keyword search scores (default 5000)
-	KeepRecent               int           // messages an automatic commit keeps active; pending tokens exclude them (default 10)
+	Limit             int           // default 6
+	ScoreThreshold    float64       // default 0.15
+	MaxInjectedChars  int           // default 4000
+	CandidatesPerSide int           // default 24, of each scope (SPEC)
+	MaxItemChars      int           // default 1000
+	UserShare         float64       // default 0.6 of the budget when the agent scope has candidates
+	DefaultScopes     []string      // scopes searched when the request names none: user, agent, archive
+	Fusion            string        // contract.FusionWeighted (default), FusionRRF or FusionDense (evaluation only)
+	Decay             bool          // temporal decay (half-life 30 days, floor 0.5×, evergreen exempt); off by default
+	MMR               bool          // MMR rerank (λ 0.7); off by default
+	ArchiveContext    int           // earlier messages shown with an archive item as context (never sources); default 1
+	SearchTimeout     time.Duration // bound of the vector search; past it recall answers degraded (default 2 s)
+	FallbackMemories  int           // newest memories the degraded keyword search scores (default 5000)
+	KeepRecent        int           // messages an automatic commit keeps active; pending tokens exclude them (default 10)
 }
 
 // Defaults returns docs/design.md §6's defaults.
 func Defaults() Config {
-	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: 24, ArchiveCandidatesPerSide: 48, MaxItemChars: 1000, UserShare: 0.6,
+	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: 24, MaxItemChars: 1000, UserShare: 0.6,
 		DefaultScopes: []string{contract.ScopeUser, contract.ScopeAgent, contract.ScopeArchive}, Fusion: contract.FusionWeighted,
 		ArchiveContext: 1, SearchTimeout: 2 * time.Second, FallbackMemories: 5000, KeepRecent: contract.DefaultKeepRecent}
 }
@@ -59,8 +58,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max_injected_chars: must be positive")
 	case c.CandidatesPerSide <= 0:
 		return fmt.Errorf("candidates_per_side: must be positive")
-	case c.ArchiveCandidatesPerSide <= 0:
-		return fmt.Errorf("archive_candidates_per_side: must be positive")
 	case !contract.ValidFusion(c.Fusion):
 		return fmt.Errorf("recall fusion: %q is not %q, %q or %q", c.Fusion, contract.FusionWeighted, contract.FusionRRF, contract.FusionDense)
 	case len(uniqueScopes(c.DefaultScopes)) == 0 || len(uniqueScopes(c.DefaultScopes)) != len(c.DefaultScopes):

@@ -139,14 +139,10 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		if scope == contract.ScopeAgent && req.AgentID != "" {
 			f.AgentID = req.AgentID
 		}
-		k := s.cfg.CandidatesPerSide
-		if scope == contract.ScopeArchive {
-			k = s.cfg.ArchiveCandidatesPerSide
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hs, err := s.d.Vectors.Search(ctx, f, vecs[0], query, k)
+			hs, err := s.d.Vectors.Search(ctx, f, vecs[0], query, s.cfg.CandidatesPerSide)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
