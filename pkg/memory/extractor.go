@@ -64,6 +64,7 @@ func (h *Heuristic) Extract(_ context.Context, msgs []Message) ([]Candidate, err
 		}
 		m.Text = strings.ReplaceAll(m.Text, "’", "'")
 		speaker := x.speaker(m)
+		var said []scored
 		for _, s := range Sentences(m.Text) {
 			if len(strings.Fields(s)) < 3 || strings.HasSuffix(s, "?") {
 				continue
@@ -75,8 +76,9 @@ func (h *Heuristic) Extract(_ context.Context, msgs []Message) ([]Candidate, err
 			if x.correct(s, speaker, m) {
 				continue
 			}
-			x.add(userRules(s, speaker, m)...)
+			said = append(said, userPropositions(s, speaker, m)...)
 		}
+		x.add(mostFactual(said, maxPerMessage)...)
 		if m.Role == "user" {
 			x.lastUsr = &msgs[i]
 		}

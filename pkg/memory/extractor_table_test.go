@@ -58,11 +58,11 @@ var table = []snippet{
 		{cat: memory.Profile, attr: "lives in", value: "Seattle", has: "Dana lives in Seattle"}}},
 
 	// Preferences and habits.
-	{"love", conv(u("I really love black coffee in the morning.")), []want{{cat: memory.Preference, value: "black coffee in the morning", pol: 1, has: "Caroline really loves"}}},
+	{"love", conv(u("I really love black coffee in the morning.")), []want{{cat: memory.Preference, value: "black coffee in the morning", pol: 1, has: "Caroline loves black coffee"}}},
 	{"hate", conv(u("I hate cilantro.")), []want{{cat: memory.Preference, attr: "likes cilantro", pol: -1}}},
 	{"can't stand", conv(u("I can't stand loud restaurants.")), []want{{cat: memory.Preference, value: "loud restaurants", pol: -1}}},
 	{"prefer X over Y", conv(u("I prefer tea over coffee.")), []want{{cat: memory.Preference, attr: "likes tea", pol: 1}}},
-	{"value first: a favourite", conv(u("Blue is definitely my favourite colour!")), []want{{cat: memory.Preference, attr: "favorite colour", value: "Blue", pol: 1, has: "Blue is definitely Caroline's favourite colour"}}},
+	{"value first: a favourite", conv(u("Blue is definitely my favourite colour!")), []want{{cat: memory.Preference, attr: "favorite colour", value: "Blue", pol: 1, has: "Blue is Caroline's favourite colour"}}},
 	{"value first: a hometown", conv(u("Lisbon is my hometown.")), []want{{cat: memory.Profile, attr: "from", value: "Lisbon"}}},
 	{"a day first is no value: an event", conv(u("Today is my birthday!")), []want{{cat: memory.Event, day: "2023-05-08"}}},
 	{"fan of", conv(u("I'm a huge fan of jazz.")), []want{{cat: memory.Preference, value: "jazz", pol: 1}}},
@@ -78,7 +78,7 @@ var table = []snippet{
 	{"pet named", conv(u("I have a dog named Max.")), []want{{cat: memory.Entity, attr: "dog", value: "Max"}}},
 	{"pet in passing, dated", conv(u("I took my cat Luna to the vet yesterday.")), []want{
 		{cat: memory.Entity, attr: "cat", value: "Luna"},
-		{cat: memory.Event, has: "Caroline took Caroline's cat Luna to the vet", day: "2023-05-07"}}},
+		{cat: memory.Event, has: "Caroline took their cat Luna to the vet", day: "2023-05-07"}}},
 	{"sister by name", conv(u("My sister Anna lives in Paris.")), []want{
 		{cat: memory.Entity, attr: "sister anna", value: "Anna"},
 		{cat: memory.Fact, has: "Anna lives in Paris"}}},

@@ -20,9 +20,9 @@ func TestHeuristicExtract(t *testing.T) {
 		textHas   string
 	}{
 		{"a name is a profile fact", "Hi, my name is Caroline Smith.", memory.Profile, "name", 1, "Caroline Smith", "Caroline"},
-		{"where one lives is a profile fact", "I live in Boston with my sister.", memory.Profile, "lives in", 1, "Boston", "Caroline lives in Boston with Caroline's sister"},
+		{"where one lives is a profile fact", "I live in Boston with my sister.", memory.Profile, "lives in", 1, "Boston", "Caroline lives in Boston with their sister"},
 		{"a move updates the same slot", "I moved to Denver last year.", memory.Profile, "lives in", 1, "Denver", "Denver"},
-		{"likes are preferences", "I really love black coffee in the morning.", memory.Preference, "likes black coffee in the morning", 1, "black coffee in the morning", "Caroline really loves"},
+		{"likes are preferences", "I really love black coffee in the morning.", memory.Preference, "likes black coffee in the morning", 1, "black coffee in the morning", "Caroline loves black coffee"},
 		{"dislikes have negative polarity", "I hate black coffee in the morning.", memory.Preference, "likes black coffee in the morning", -1, "black coffee in the morning", ""},
 		{"a pet is an entity", "I have a dog named Max.", memory.Entity, "dog", 1, "Max", "Max"},
 		{"a favourite is a preference", "My favourite book is Dune.", memory.Preference, "favorite book", 1, "Dune", "Caroline's favourite book"},

@@ -63,7 +63,12 @@ require (
 
 require (
 	github.com/chromedp/cdproto v0.160.1 // indirect
+	github.com/deckarep/golang-set v1.7.1 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/jdkato/prose/v2 v2.0.0 // indirect
+	github.com/mingrammer/commonregex v1.0.1 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
+	gopkg.in/neurosnap/sentences.v1 v1.0.6 // indirect
 )
 
 replace (

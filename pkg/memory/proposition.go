@@ -1,0 +1,380 @@
+package memory
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jdkato/prose/v2"
+)
+
+// A proposition is one sentence of a message read as a fact about its speaker: greetings,
+// vocatives, interjections and fillers taken off ("Wow, Caroline, I just got back from
+// Paris!" → "I got back from Paris."), chit-chat and reactions ("That's awesome!", "You're so
+// brave", "Take care!") dropped. Which words are which comes from a part-of-speech tagger
+// (prose's averaged perceptron, trained on the Penn Treebank tag set, pure Go with its
+// weights embedded), not from lists of phrasings.
+
+var (
+	taggerOnce  sync.Once
+	taggerModel *prose.Model
+)
+
+// tagWords tokenizes and tags one sentence. The model loads once (about 0.3 s and 20 MB);
+// tagging itself reads it only, so concurrent extractions share it.
+func tagWords(s string) []prose.Token {
+	taggerOnce.Do(func() {
+		doc, err := prose.NewDocument("", prose.WithSegmentation(false), prose.WithExtraction(false))
+		if err == nil {
+			taggerModel = doc.Model
+		}
+	})
+	doc, err := prose.NewDocument(s, prose.UsingModel(taggerModel), prose.WithSegmentation(false), prose.WithExtraction(false))
+	if err != nil {
+		return nil
+	}
+	return doc.Tokens()
+}
+
+// fillers are adverbs that carry no fact ("I'm so excited", "I just got back", "really
+// powerful"); they are dropped where the tagger reads them as adverbs.
+var fillers = wordSet(`so really just super pretty totally actually definitely truly honestly seriously literally
+	basically absolutely kinda quite very sooo soo indeed certainly surely anyway anyways also too lately`)
+
+// discourse are words that open a sentence without stating anything: interjections the
+// tagger may miss, thanks and greetings.
+var discourse = wordSet(`yeah yes yep yup no nope oh ooh wow whoa hey hi hello hiya thanks thank ok okay aw aww
+	omg haha lol hmm um uh well sure absolutely definitely totally great awesome cool nice right congrats
+	congratulations sorry gosh alright dear man`)
+
+// reactionStart opens a sentence that reacts to the conversation ("That's great", "It
+// sounds fun", "You're so brave", "Sounds like a plan").
+var reactionStart = wordSet(`that that's it it's this this's you you're your you've you'll sounds sound looks glad good
+	what's here's there's`)
+
+func isVerbTag(t string) bool { return strings.HasPrefix(t, "VB") || t == "MD" }
+
+// proposition cleans a sentence into a proposition and scores how much of a fact about the
+// speaker it is; ok is false for chit-chat and reactions.
+func proposition(s string) (text string, score int, self, ok bool) {
+	toks := tagWords(s)
+	if len(toks) == 0 {
+		return "", 0, false, false
+	}
+	// Leading material: interjections, greetings, vocatives, "Big news:", "you won't believe
+	// it -" — words before the first comma, colon or dash that hold no verb, or neither a
+	// noun nor the speaker; a time ("Last Friday,") stays.
+	for {
+		cut := -1
+		verb, noun, self := false, false, false
+		for i, t := range toks {
+			if i > 6 {
+				break
+			}
+			if t.Text == "," || t.Tag == ":" || t.Text == "-" || t.Text == "--" || t.Text == "!" || t.Text == "..." {
+				cut = i
+				break
+			}
+			low := strings.ToLower(t.Text)
+			verb = verb || isVerbTag(t.Tag) && !discourse[low]
+			noun = noun || strings.HasPrefix(t.Tag, "NN") && !discourse[low]
+			self = self || firstPersonWord[low]
+		}
+		if cut < 0 || cut+1 >= len(toks) || verb && (noun || self) {
+			break
+		}
+		if _, dated := ResolveTime(joinTokens(tokenTexts(toks[:cut])), time.Time{}); dated {
+			break
+		}
+		toks = toks[cut+1:]
+	}
+	for len(toks) > 0 && (toks[0].Tag == "UH" || discourse[strings.ToLower(toks[0].Text)]) && len(toks) > 1 && toks[1].Tag != "VBZ" && toks[1].Tag != "VBD" {
+		toks = toks[1:]
+	}
+	toks = impliedSubject(toks)
+	if len(toks) < 3 {
+		return "", 0, false, false
+	}
+	first := strings.ToLower(toks[0].Text)
+	second := ""
+	if len(toks) > 1 {
+		second = strings.ToLower(toks[1].Text)
+	}
+	// Chit-chat: imperatives ("Keep it up", "Take care", "Let's …"), talk about the listener
+	// or the conversation, and reactions.
+	if toks[0].Tag == "VB" || first == "let" || first == "let's" || first == "please" {
+		return "", 0, false, false
+	}
+	if reactionStart[first] || first == "here" && (second == "'s" || second == "is" || second == "are") || (first == "that" || first == "it" || first == "this") && (second == "'s" || second == "is" || second == "was" || second == "sounds" || second == "looks") {
+		return "", 0, false, false
+	}
+	toks = cutReaction(toks)
+	verbs, content, firstPerson := 0, 0, false
+	var out []string
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		low := strings.ToLower(t.Text)
+		if t.Tag == "RB" && !keepAdverb[low] {
+			continue
+		}
+		if isVerbTag(t.Tag) {
+			verbs++
+		}
+		firstPerson = firstPerson || firstPersonWord[low]
+		if fillers[low] && strings.HasPrefix(t.Tag, "JJ") && i+1 < len(toks) && strings.HasPrefix(toks[i+1].Tag, "JJ") {
+			continue
+		}
+		if strings.HasPrefix(t.Tag, "NN") || strings.HasPrefix(t.Tag, "VB") && !isAux(low) || t.Tag == "CD" || strings.HasPrefix(t.Tag, "JJ") {
+			content++
+		}
+		out = append(out, t.Text)
+	}
+	if verbs == 0 || content < 2 {
+		return "", 0, false, false
+	}
+	text = joinTokens(laterMentions(out))
+	score = min(content, 8)
+	if firstPerson {
+		score += 3
+	}
+	return text, score, firstPerson, true
+}
+
+func isAux(w string) bool {
+	switch w {
+	case "is", "am", "are", "was", "were", "be", "been", "being", "'s", "'m", "'re", "have", "has", "had", "'ve", "do", "does", "did":
+		return true
+	}
+	return false
+}
+
+// joinTokens puts tokens back into a sentence: no space before punctuation and clitics.
+func joinTokens(toks []string) string {
+	var b strings.Builder
+	open := false // inside double quotes
+	for i, t := range toks {
+		quote := t == "\"" || t == "``" || t == "''"
+		if quote {
+			t = "\""
+		}
+		space := i > 0 && !noSpaceBefore(t) && toks[i-1] != "("
+		switch {
+		case quote && open:
+			space = false
+		case i > 0 && (toks[i-1] == "\"" || toks[i-1] == "``") && !quote && open:
+			space = false
+		}
+		if quote {
+			open = !open
+		}
+		if space {
+			b.WriteByte(' ')
+		}
+		b.WriteString(t)
+	}
+	s := strings.TrimSpace(b.String())
+	s = strings.TrimRight(s, " ,;:-")
+	if s != "" {
+		s = strings.ToUpper(s[:1]) + s[1:]
+	}
+	return s
+}
+
+func noSpaceBefore(t string) bool {
+	switch t {
+	case ".", ",", "!", "?", ";", ":", ")", "'s", "'m", "'re", "'ve", "'d", "'ll", "n't", "%", "...":
+		return true
+	}
+	return false
+}
+
+// scored is a candidate with how much of a fact about its speaker it states.
+type scored struct {
+	c     Candidate
+	score int
+	aside bool // a person or pet named in passing ("my brother Tom"): kept beside the cap
+}
+
+// maxPerMessage is how many memories one message gives at most: a turn of conversation
+// mostly says one thing worth keeping, and the rest is its setting and the speaker's
+// reaction to it.
+const maxPerMessage = 2
+
+// userPropositions reads one user sentence: the rules' memories (profile, preferences,
+// people, events, tasks…) with their text cleaned into a proposition, or, when no rule
+// matches, the proposition itself as a fact when it is about the speaker.
+func userPropositions(s, speaker string, m Message) []scored {
+	clean, score, _, ok := proposition(s)
+	cs := userRules(s, speaker, m)
+	if len(cs) == 0 && ok && !reRequest.MatchString(s) && !reHedge.MatchString(s) && reFirstPerson.MatchString(reOpinion.ReplaceAllString(s, "")) {
+		cat := Fact
+		if _, dated := ResolveTime(s, m.CreatedAt); dated {
+			cat = Event
+		}
+		cs = []Candidate{newCandidate(ScopeUser, cat, speaker, "", 1, trimObject(clean), s, speaker, m)}
+	}
+	aside := map[string]bool{}
+	for _, r := range relationMentions(s, speaker, m) {
+		aside[r.Attribute+"\x00"+r.Text] = true
+	}
+	var out []scored
+	for _, c := range cs {
+		if aside[c.Attribute+"\x00"+c.Text] {
+			out = append(out, scored{c: c, aside: true})
+			continue
+		}
+		bonus := 0
+		switch c.Category {
+		case Profile, Preference, Entity:
+			bonus = 4
+		case Fact, Event, Task:
+			if !ok && (c.Category != Task || !reTask.MatchString(s)) {
+				continue // chit-chat the rules took for a statement; "Remind me to …" stays a task
+			}
+		}
+		if ok && c.Text == ResolveSpeaker(s, speaker) {
+			c.Text = ResolveSpeaker(clean, speaker)
+			c.Abstract = Abstract(c.Text)
+		}
+		if !strings.Contains(c.Text, speaker) {
+			// Whose statement it is: "Melanie: We explored nature and roasted marshmallows."
+			c.Text = speaker + ": " + c.Text
+			c.Abstract = Abstract(c.Text)
+		}
+		out = append(out, scored{c: c, score: score + bonus})
+	}
+	return out
+}
+
+// mostFactual keeps the n best candidates of one message, in the order they were said.
+func mostFactual(cs []scored, n int) []Candidate {
+	keep := make([]bool, len(cs))
+	for i := range cs {
+		keep[i] = cs[i].aside
+	}
+	for k := 0; k < n; k++ {
+		best := -1
+		for i := range cs {
+			if !keep[i] && (best < 0 || cs[i].score > cs[best].score) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		keep[best] = true
+	}
+	var out []Candidate
+	for i, c := range cs {
+		if keep[i] {
+			out = append(out, c.c)
+		}
+	}
+	return out
+}
+
+// keepAdverb are the adverbs that change what a sentence states: negation and frequency.
+var keepAdverb = wordSet(`not n't never no always usually often sometimes rarely seldom once twice again still ago`)
+
+// cutReaction drops a clause that only reacts to what the sentence said: "…, and it was so
+// powerful", "… - it was amazing", "…, which is pretty exciting".
+func cutReaction(toks []prose.Token) []prose.Token {
+	for i := 2; i+1 < len(toks); i++ {
+		w := strings.ToLower(toks[i].Text)
+		if w != "and" && w != "," && w != "-" && w != "--" && w != ":" && w != ";" {
+			continue
+		}
+		j := i + 1
+		if j < len(toks) && strings.EqualFold(toks[j].Text, "and") {
+			j++
+		}
+		if j+1 >= len(toks) {
+			continue
+		}
+		subj := strings.ToLower(toks[j].Text)
+		verb := strings.ToLower(toks[j+1].Text)
+		if (subj == "it" || subj == "that" || subj == "this" || subj == "which") && (verb == "was" || verb == "is" || verb == "'s" || verb == "felt" || verb == "feels" || verb == "made") {
+			return toks[:i]
+		}
+	}
+	return toks
+}
+
+var firstPersonWord = wordSet(`i my me we our us myself mine ourselves`)
+
+func tokenTexts(toks []prose.Token) []string {
+	out := make([]string, len(toks))
+	for i, t := range toks {
+		out[i] = t.Text
+	}
+	return out
+}
+
+// impliedSubject puts back the "I" a chatty sentence leaves out: "Been busy volunteering" is
+// "I've been busy volunteering", "Just started doing aerial yoga" is "I started …",
+// "Researching adoption agencies" is "I'm researching …". A gerund that is the subject
+// ("Painting's a fun way …", "Seeing her smile made my day") is left alone.
+func impliedSubject(toks []prose.Token) []prose.Token {
+	if len(toks) < 2 {
+		return toks
+	}
+	next := toks[1].Tag
+	var add []prose.Token
+	switch {
+	case strings.EqualFold(toks[0].Text, "been"):
+		add = []prose.Token{{Text: "I", Tag: "PRP"}, {Text: "'ve", Tag: "VBP"}}
+	case strings.EqualFold(toks[0].Text, "gonna"):
+		add = []prose.Token{{Text: "I", Tag: "PRP"}, {Text: "'m", Tag: "VBP"}}
+	case toks[0].Tag == "VBD" || toks[0].Tag == "VBN":
+		add = []prose.Token{{Text: "I", Tag: "PRP"}}
+	case toks[0].Tag == "VBG" && !isVerbTag(next) && next != "POS" && !finiteVerbBefore(toks[1:], ":"):
+		add = []prose.Token{{Text: "I", Tag: "PRP"}, {Text: "'m", Tag: "VBP"}}
+	default:
+		return toks
+	}
+	rest := append([]prose.Token(nil), toks...)
+	rest[0].Text = strings.ToLower(rest[0].Text) // a verb after the subject
+	return append(add, rest...)
+}
+
+// finiteVerbBefore reports whether a finite verb comes before the first separator.
+func finiteVerbBefore(toks []prose.Token, sep string) bool {
+	for _, t := range toks {
+		if t.Tag == sep || !strings.ContainsAny(t.Text, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'") {
+			return false
+		}
+		switch t.Tag {
+		case "VBD", "VBZ", "VBP", "MD":
+			return true
+		}
+	}
+	return false
+}
+
+// laterMentions turns the second and later first-person object and possessive words into
+// the neutral third person, so the speaker's name is said once: "I took my kids to see my
+// mom" is "Melanie took their kids to see their mom", not "Melanie's kids … Melanie's mom".
+func laterMentions(toks []string) []string {
+	seen := false
+	for i, t := range toks {
+		low := strings.ToLower(t)
+		if !firstPersonWord[low] || low == "we" || low == "our" || low == "us" || low == "ourselves" {
+			continue
+		}
+		if !seen {
+			seen = true
+			continue
+		}
+		switch low {
+		case "my":
+			toks[i] = "their"
+		case "me":
+			toks[i] = "them"
+		case "myself":
+			toks[i] = "themselves"
+		case "mine":
+			toks[i] = "theirs"
+		}
+	}
+	return toks
+}

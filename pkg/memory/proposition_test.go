@@ -1,0 +1,54 @@
+package memory
+
+import "testing"
+
+func TestProposition(t *testing.T) {
+	cases := []struct {
+		name, sentence, want string // want "" = no proposition
+	}{
+		{"an interjection and a vocative are no part of the fact", "Wow, Caroline, I moved to Denver last month.", "I moved to Denver last month."},
+		{"a headline before a colon goes", "Big news: I adopted a puppy.", "I adopted a puppy."},
+		{"a filler phrase before a comma goes", "Just so you know, my favourite colour is blue.", "My favourite colour is blue."},
+		{"filler adverbs go, negation stays", "I really don't like sushi.", "I don't like sushi."},
+		{"a trailing reaction goes", "I went to a support group yesterday and it was so powerful.", "I went to a support group yesterday"},
+		{"a time before a comma stays", "Last Friday, I went to a counseling workshop.", "Last Friday, I went to a counseling workshop."},
+		{"the implied I is put back", "Been reading that book about whales.", "I've been reading that book about whales."},
+		{"the speaker is named once", "I took my kids to see my mom.", "I took their kids to see their mom."},
+		{"a reaction is no proposition", "That's awesome!", ""},
+		{"praise of the listener is no proposition", "You're doing an awesome job with your journey.", ""},
+		{"an imperative is no proposition", "Keep up the great work!", ""},
+		{"thanks are no proposition", "Thanks, Caroline!", ""},
+		{"a sentence without a verb is no proposition", "5 years already!", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, _, ok := proposition(tc.sentence)
+			if tc.want == "" {
+				if ok {
+					t.Errorf("proposition(%q) = %q, want none", tc.sentence, got)
+				}
+				return
+			}
+			if !ok || got != tc.want {
+				t.Errorf("proposition(%q) = %q, %v; want %q", tc.sentence, got, ok, tc.want)
+			}
+		})
+	}
+}
+
+func TestAtMostTwoStatementsPerMessage(t *testing.T) {
+	msg := Message{ID: "m1", Role: "user", Name: "Melanie", Text: "Hey Caroline! I ran a charity race for mental health. " +
+		"I painted a lake sunrise with my kids. I finished another pottery project. Talk soon!"}
+	got, err := NewHeuristic().Extract(t.Context(), []Message{msg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("got %d memories, want the 2 most factual: %+v", len(got), got)
+	}
+	for _, c := range got {
+		if c.Text == "" || c.Text[:7] != "Melanie" {
+			t.Errorf("memory %q is not about Melanie", c.Text)
+		}
+	}
+}
