@@ -167,16 +167,7 @@ func (s *Store) userSessions(ctx context.Context, tx *sql.Tx, account, user stri
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return scanStrings(rows)
 }
 
 func (s *Store) eraseSessionRows(ctx context.Context, tx *sql.Tx, account, session string, subjects []string, out *Erased) error {

@@ -368,16 +368,21 @@ func (s *Store) EmbeddedIDs(ctx context.Context, model string) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
+	return scanStrings(rows)
+}
+
+// scanStrings reads a one-column result of strings and closes it.
+func scanStrings(rows *sql.Rows) ([]string, error) {
 	defer rows.Close()
-	var ids []string
+	var out []string
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var v string
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		ids = append(ids, id)
+		out = append(out, v)
 	}
-	return ids, rows.Err()
+	return out, rows.Err()
 }
 
 // EachEmbedding streams every active memory with an embedding of the given model, in id
