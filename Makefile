@@ -29,10 +29,9 @@ run: build
 # overlaps the next module's instead of running alone. deploy/loadtest (the chaos and soak
 # harness) is a module of its own outside the workspace.
 PACKAGES := $(shell $(GO) list -m -f '{{.Path}}/...' 2>/dev/null)
+# The plugin's suite (clients/openclaw/scripts/test.sh) runs beside the Go tests: scripts/test.sh.
 test:
-	$(GO) test $(TEST_FLAGS) $(PACKAGES)
-	cd deploy/loadtest && GOWORK=off $(GO) test $(TEST_FLAGS) ./...
-	bash clients/openclaw/scripts/test.sh
+	GO='$(GO)' TEST_FLAGS='$(TEST_FLAGS)' PACKAGES='$(PACKAGES)' bash scripts/test.sh
 
 # A short, bounded fuzz run of every decoder: the gateway's HTTP request bodies, and every bus
 # payload and RPC request (FUZZTIME=1m for longer).

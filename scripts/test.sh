@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# make test: every Go module's tests and the OpenClaw plugin's suite, side by side. Both spend
+# most of their time waiting (on real servers, timers, OpenClaw's CLI starting up), not on the
+# CPU: in CI the Go tests used about a quarter of the two cores' time, and the plugin suite
+# (npm ci, then OpenClaw's real gateway and agent runner) took another four minutes after them
+# when run in a row. The plugin's output is kept apart and printed after the Go tests', so
+# neither log is interleaved; the run fails when either fails.
+#
+# Usage (the Makefile passes these): TEST_FLAGS="-race -count=1" PACKAGES="mod/... mod2/..." scripts/test.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/toolchain.sh
+GO=${GO:-go}
+: "${PACKAGES:?set by make test: the module paths of the workspace, each with /...}"
+read -r -a flags <<<"${TEST_FLAGS:--race -count=1 -timeout 15m}"
+read -r -a packages <<<"$PACKAGES"
+
+plugin_log=$(mktemp "${TMPDIR:-/tmp}/membus-plugin-test.XXXXXX")
+trap 'rm -f "$plugin_log"; kill "$plugin" 2>/dev/null || true' EXIT
+bash clients/openclaw/scripts/test.sh >"$plugin_log" 2>&1 &
+plugin=$!
+echo "== openclaw plugin suite: running beside the Go tests; its output follows theirs"
+
+rc=0
+echo "$GO test ${flags[*]} ${packages[*]}"
+"$GO" test "${flags[@]}" "${packages[@]}" || rc=1
+echo "cd deploy/loadtest && GOWORK=off $GO test ${flags[*]} ./..."
+(cd deploy/loadtest && GOWORK=off "$GO" test "${flags[@]}" ./...) || rc=1
+
+plugin_rc=0
+wait "$plugin" || plugin_rc=$?
+echo
+echo "== openclaw plugin suite (bash clients/openclaw/scripts/test.sh), ran beside the Go tests"
+cat "$plugin_log"
+if [ "$plugin_rc" -ne 0 ]; then
+  echo "the openclaw plugin suite failed (exit $plugin_rc; output above)" >&2
+  rc=1
+fi
+[ "$rc" -eq 0 ] || echo "make test: failed (see the FAIL lines above)" >&2
+exit "$rc"
