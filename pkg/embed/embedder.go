@@ -19,6 +19,22 @@ type Embedder interface {
 	Model() string
 }
 
+// QueryEmbedder is implemented by embedders whose model embeds a search query differently
+// from the texts it is matched against (e5's "query: " / "passage: " prefixes, bge's query
+// instruction). Embed is then the document side; EmbedQuery the query side.
+type QueryEmbedder interface {
+	EmbedQuery(ctx context.Context, queries []string) ([][]float32, error)
+}
+
+// EmbedQuery embeds search queries: with e's EmbedQuery when it has one, else with Embed
+// (a symmetric model embeds queries and documents alike).
+func EmbedQuery(ctx context.Context, e Embedder, queries []string) ([][]float32, error) {
+	if q, ok := e.(QueryEmbedder); ok {
+		return q.EmbedQuery(ctx, queries)
+	}
+	return e.Embed(ctx, queries)
+}
+
 // Provider is implemented by embedders that name their provider (hash,
 // openai, onnx). The cache key includes it; embedders without it are keyed
 // by their model id alone.

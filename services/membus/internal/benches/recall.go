@@ -299,7 +299,7 @@ func restartedRSS(ctx context.Context, dir, account, user, agent string, qs []st
 // bruteForceOp is the floor: the query embedded, every vector scored exactly, the top k kept.
 func bruteForceOp(emb embed.Embedder, vecs [][]float32, qs []string, k int) bench.Op {
 	return func(ctx context.Context, i int) (int, error) {
-		q, err := emb.Embed(ctx, []string{qs[i%len(qs)]})
+		q, err := embed.EmbedQuery(ctx, emb, []string{qs[i%len(qs)]})
 		if err != nil {
 			return 0, err
 		}
