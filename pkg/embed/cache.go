@@ -87,6 +87,9 @@ func (c *Cached) EmbedQuery(ctx context.Context, queries []string) ([][]float32,
 	return c.embed(ctx, queries, "", c.next.Embed)
 }
 
+// ScaleCosine is the wrapped embedder's.
+func (c *Cached) ScaleCosine(cos float64) float64 { return ScaleCosine(c.next, cos) }
+
 // embed looks texts up under kind ("" for documents) and embeds the misses with fn.
 func (c *Cached) embed(ctx context.Context, texts []string, kind string, fn func(context.Context, []string) ([][]float32, error)) ([][]float32, error) {
 	out := make([][]float32, len(texts))

@@ -197,3 +197,20 @@ func TestEmbedQuery(t *testing.T) {
 		t.Fatalf("second query: %d calls, want the cached query vector", inner.calls)
 	}
 }
+
+// scaledEmbedder doubles cosines.
+type scaledEmbedder struct{ countingEmbedder }
+
+func (*scaledEmbedder) ScaleCosine(cos float64) float64 { return 2 * cos }
+
+func TestScaleCosine(t *testing.T) {
+	if got := ScaleCosine(NewHash(), 0.3); got != 0.3 {
+		t.Fatalf("ScaleCosine(hash, 0.3) = %v, want the cosine itself", got)
+	}
+	if got := ScaleCosine(NewCached(NewHash(), 1), 0.3); got != 0.3 {
+		t.Fatalf("ScaleCosine(cached hash, 0.3) = %v, want the cosine itself", got)
+	}
+	if got := ScaleCosine(NewCached(&scaledEmbedder{}, 1), 0.3); got != 0.6 {
+		t.Fatalf("ScaleCosine(cached scaler, 0.3) = %v, want the wrapped embedder's 0.6", got)
+	}
+}

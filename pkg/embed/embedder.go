@@ -35,6 +35,22 @@ func EmbedQuery(ctx context.Context, e Embedder, queries []string) ([][]float32,
 	return e.Embed(ctx, queries)
 }
 
+// CosineScaler is implemented by embedders whose cosine similarities sit on another scale
+// than the one recall's fusion weights, threshold and boosts were set on (all-MiniLM-L6-v2's:
+// a question against an unrelated turn near 0.13, against its best match near 0.55). e5's
+// cosines, for one, all fall between 0.7 and 0.85.
+type CosineScaler interface {
+	ScaleCosine(cos float64) float64
+}
+
+// ScaleCosine maps a cosine of e's vectors onto that scale (unchanged when e has none).
+func ScaleCosine(e Embedder, cos float64) float64 {
+	if s, ok := e.(CosineScaler); ok {
+		return s.ScaleCosine(cos)
+	}
+	return cos
+}
+
 // Provider is implemented by embedders that name their provider (hash,
 // openai, onnx). The cache key includes it; embedders without it are keyed
 // by their model id alone.

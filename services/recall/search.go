@@ -232,7 +232,7 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 		}
 		c.terms = termSet(c.text)
 		cands = append(cands, c)
-		dense = append(dense, clamp01(h.Dense))
+		dense = append(dense, clamp01(embed.ScaleCosine(s.d.Embedder, h.Dense)))
 		keyword = append(keyword, h.Keyword)
 	}
 	maxKW := 0.0

@@ -50,6 +50,8 @@ type Embedder struct {
 	cls      bool   // [CLS] pooling, else mean pooling
 	queryP   string // prepended to a query (EmbedQuery), e.g. e5's "query: "
 	docP     string // prepended to a document (Embed), e.g. e5's "passage: "
+	cosShift float64
+	cosScale float64 // ScaleCosine: (cos - cosShift) * cosScale; 0: none
 	tok      *embed.WordPiece
 	inputs   []string // input_ids, attention_mask[, token_type_ids]
 	pooled   bool     // the output is already [batch, dim]
@@ -120,7 +122,8 @@ func New(modelDir string, opts ...Option) (*Embedder, error) {
 		return nil, fmt.Errorf("onnx embedder %s: %w", modelDir, err)
 	}
 
-	e := &Embedder{id: cfg.id, maxLen: max(2, o.maxLen), batch: max(1, o.batch), cls: cfg.cls, queryP: cfg.queryPrompt, docP: cfg.docPrompt, tok: tok}
+	e := &Embedder{id: cfg.id, maxLen: max(2, o.maxLen), batch: max(1, o.batch), cls: cfg.cls, queryP: cfg.queryPrompt, docP: cfg.docPrompt,
+		cosShift: cfg.cosShift, cosScale: cfg.cosScale, tok: tok}
 	if cfg.maxLen > 0 {
 		e.maxLen = min(e.maxLen, cfg.maxLen)
 	}
@@ -243,6 +246,16 @@ func (e *Embedder) Close() error {
 // between batches.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	return e.embed(ctx, texts, e.docP)
+}
+
+// ScaleCosine maps a cosine of this model's vectors onto all-MiniLM-L6-v2's scale, by the
+// model directory's membus_scale.json ({"cosine_shift": a, "cosine_scale": b}: (cos - a) * b);
+// without one it is the cosine itself.
+func (e *Embedder) ScaleCosine(cos float64) float64 {
+	if e.cosScale == 0 {
+		return cos
+	}
+	return (cos - e.cosShift) * e.cosScale
 }
 
 // EmbedQuery is Embed for search queries: the model's query prompt, if any, goes first.
@@ -385,12 +398,15 @@ type modelConfig struct {
 	// queryPrompt and docPrompt go before a query and a document
 	// (config_sentence_transformers.json's prompts "query" and "document" or "passage").
 	queryPrompt, docPrompt string
+	// cosShift and cosScale: membus_scale.json's cosine_shift and cosine_scale.
+	cosShift, cosScale float64
 }
 
 // readModelConfig reads model_id, tokenizer_config.json (do_lower_case),
 // sentence_bert_config.json (max_seq_length, do_lower_case), pooling_config.json
 // (pooling_mode_cls_token / pooling_mode_mean_tokens) and config_sentence_transformers.json
-// (prompts: "query", and "document" or "passage"); each is optional. Without a
+// (prompts: "query", and "document" or "passage") and membus_scale.json (cosine_shift,
+// cosine_scale: membus's own, for a model whose cosines sit on another scale); each is optional. Without a
 // tokenizer config the model is taken as uncased (lower-case), as BERT's default.
 func readModelConfig(dir string) (modelConfig, error) {
 	c := modelConfig{id: filepath.Base(filepath.Clean(dir)), lowercase: true}
@@ -411,6 +427,10 @@ func readModelConfig(dir string) (modelConfig, error) {
 	var st struct {
 		Prompts map[string]string `json:"prompts"`
 	}
+	var sc struct {
+		Shift float64 `json:"cosine_shift"`
+		Scale float64 `json:"cosine_scale"`
+	}
 	var pc struct {
 		CLS  bool `json:"pooling_mode_cls_token"`
 		Mean bool `json:"pooling_mode_mean_tokens"`
@@ -420,7 +440,7 @@ func readModelConfig(dir string) (modelConfig, error) {
 	for _, f := range []struct {
 		name string
 		v    any
-	}{{"tokenizer_config.json", &tc}, {"sentence_bert_config.json", &sb}, {"pooling_config.json", &pc}, {"config_sentence_transformers.json", &st}} {
+	}{{"tokenizer_config.json", &tc}, {"sentence_bert_config.json", &sb}, {"pooling_config.json", &pc}, {"config_sentence_transformers.json", &st}, {"membus_scale.json", &sc}} {
 		b, err := os.ReadFile(filepath.Join(dir, f.name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -445,6 +465,10 @@ func readModelConfig(dir string) (modelConfig, error) {
 		return c, fmt.Errorf("onnx embedder: %s: only mean or CLS pooling is supported", filepath.Join(dir, "pooling_config.json"))
 	}
 	c.cls = pc.CLS
+	if sc.Scale < 0 {
+		return c, fmt.Errorf("onnx embedder: %s: cosine_scale %v is negative", filepath.Join(dir, "membus_scale.json"), sc.Scale)
+	}
+	c.cosShift, c.cosScale = sc.Shift, sc.Scale
 	c.queryPrompt = st.Prompts["query"]
 	c.docPrompt = st.Prompts["document"]
 	if c.docPrompt == "" {

@@ -76,6 +76,9 @@ func TestReadModelConfig(t *testing.T) {
 			"config_sentence_transformers.json": `{"prompts": {"query": "Represent: ", "document": ""}, "default_prompt_name": null}`,
 			"pooling_config.json":               `{"pooling_mode_cls_token": true}`,
 		}, modelConfig{id: "m", lowercase: true, cls: true, queryPrompt: "Represent: "}, false},
+		{"membus_scale.json", map[string]string{"membus_scale.json": `{"cosine_shift": 0.711, "cosine_scale": 4.24}`},
+			modelConfig{id: "m", lowercase: true, cosShift: 0.711, cosScale: 4.24}, false},
+		{"a negative cosine scale is refused", map[string]string{"membus_scale.json": `{"cosine_scale": -1}`}, modelConfig{}, true},
 		{"max pooling is refused", map[string]string{"pooling_config.json": `{"pooling_mode_max_tokens": true}`}, modelConfig{}, true},
 		{"bad json", map[string]string{"tokenizer_config.json": `{`}, modelConfig{}, true},
 	}
@@ -384,5 +387,16 @@ func TestONNXPromptedModels(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestScaleCosine(t *testing.T) {
+	e := &Embedder{}
+	if got := e.ScaleCosine(0.4); got != 0.4 {
+		t.Fatalf("no scale: ScaleCosine(0.4) = %v, want 0.4", got)
+	}
+	e.cosShift, e.cosScale = 0.7, 4
+	if got := e.ScaleCosine(0.8); math.Abs(got-0.4) > 1e-12 {
+		t.Fatalf("shift 0.7, scale 4: ScaleCosine(0.8) = %v, want 0.4", got)
 	}
 }
