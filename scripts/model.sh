@@ -20,7 +20,11 @@
 # The jars hold no sentence-transformers configs: the pooling and the prompts below are the
 # model cards' (e5: mean pooling, "query: " / "passage: "; bge: [CLS] pooling, a query
 # instruction), and vocab.txt is read from the jar's tokenizer.json (the same uncased BERT
-# vocabulary as all-MiniLM-L6-v2's, pinned by the same sha256).
+# vocabulary as all-MiniLM-L6-v2's, pinned by the same sha256). membus_scale.json is membus's:
+# it maps the model's cosines onto all-MiniLM-L6-v2's scale, which recall's fusion weights,
+# threshold and boosts were set on (pkg/embed/onnx ScaleCosine). Its figures put the median
+# question-to-turn cosine and the median best match of each question at MiniLM's (0.126 and
+# 0.554), measured on 50 questions and 200 turns of LoCoMo's conv-26 (no gold labels used).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -65,6 +69,7 @@ e5-small-v2-int8)
 	configs=(
 		'pooling_config.json|{"word_embedding_dimension": 384, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": true}'
 		'config_sentence_transformers.json|{"prompts": {"query": "query: ", "passage": "passage: "}}'
+		'membus_scale.json|{"cosine_shift": 0.711, "cosine_scale": 4.24}'
 	)
 	model_sha=7d9092cb25f2bd1c023b7e8d2aa459044a02030ac880e5a59fdaf27af69f1ded
 	;;
@@ -78,6 +83,7 @@ bge-small-en-v1.5-int8)
 	configs=(
 		'pooling_config.json|{"word_embedding_dimension": 384, "pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}'
 		'config_sentence_transformers.json|{"prompts": {"query": "Represent this sentence for searching relevant passages: ", "document": ""}}'
+		'membus_scale.json|{"cosine_shift": 0.408, "cosine_scale": 2.14}'
 	)
 	model_sha=6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7dbfe4
 	;;
@@ -135,7 +141,7 @@ for w in "${wheels[@]}"; do
 done
 
 echo "model: unpacking into $dir ..."
-rm -f "$stamp" "$dir/config.json" "$dir/config_sentence_transformers.json"
+rm -f "$stamp" "$dir/config.json" "$dir/config_sentence_transformers.json" "$dir/membus_scale.json"
 for m in "${members[@]}"; do
 	IFS='|' read -r file member out <<<"$m"
 	python3 - "$cache/$file" "$member" "$dir/$out" <<'EOF'
