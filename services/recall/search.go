@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
 )
@@ -126,7 +127,7 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 func (s *Service) search(ctx context.Context, account string, req contract.RecallRequest, scopes []string, query string) ([]vector.Hit, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.SearchTimeout)
 	defer cancel()
-	vecs, err := s.d.Embedder.Embed(ctx, []string{query})
+	vecs, err := embed.EmbedQuery(ctx, s.d.Embedder, []string{query})
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
@@ -231,7 +232,7 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 		}
 		c.terms = termSet(c.text)
 		cands = append(cands, c)
-		dense = append(dense, clamp01(h.Dense))
+		dense = append(dense, clamp01(embed.ScaleCosine(s.d.Embedder, h.Dense)))
 		keyword = append(keyword, h.Keyword)
 	}
 	maxKW := 0.0

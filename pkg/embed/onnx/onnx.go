@@ -47,7 +47,11 @@ type Embedder struct {
 	dim      int
 	maxLen   int
 	batch    int
-	cls      bool // [CLS] pooling, else mean pooling
+	cls      bool   // [CLS] pooling, else mean pooling
+	queryP   string // prepended to a query (EmbedQuery), e.g. e5's "query: "
+	docP     string // prepended to a document (Embed), e.g. e5's "passage: "
+	cosShift float64
+	cosScale float64 // ScaleCosine: (cos - cosShift) * cosScale; 0: none
 	tok      *embed.WordPiece
 	inputs   []string // input_ids, attention_mask[, token_type_ids]
 	pooled   bool     // the output is already [batch, dim]
@@ -89,8 +93,8 @@ func Present(modelDir string) bool {
 
 // New loads the model in modelDir, as laid out by scripts/model.sh: model.onnx,
 // vocab.txt, libonnxruntime.so, and the sentence-transformers configs (config.json,
-// tokenizer_config.json, sentence_bert_config.json, pooling_config.json) and model_id
-// when present. Close releases it.
+// tokenizer_config.json, sentence_bert_config.json, pooling_config.json,
+// config_sentence_transformers.json) and model_id when present. Close releases it.
 func New(modelDir string, opts ...Option) (*Embedder, error) {
 	o := options{batch: DefaultBatch, maxLen: DefaultMaxLen, lib: filepath.Join(modelDir, "libonnxruntime.so")}
 	for _, opt := range opts {
@@ -118,7 +122,8 @@ func New(modelDir string, opts ...Option) (*Embedder, error) {
 		return nil, fmt.Errorf("onnx embedder %s: %w", modelDir, err)
 	}
 
-	e := &Embedder{id: cfg.id, maxLen: max(2, o.maxLen), batch: max(1, o.batch), cls: cfg.cls, tok: tok}
+	e := &Embedder{id: cfg.id, maxLen: max(2, o.maxLen), batch: max(1, o.batch), cls: cfg.cls, queryP: cfg.queryPrompt, docP: cfg.docPrompt,
+		cosShift: cfg.cosShift, cosScale: cfg.cosScale, tok: tok}
 	if cfg.maxLen > 0 {
 		e.maxLen = min(e.maxLen, cfg.maxLen)
 	}
@@ -235,14 +240,34 @@ func (e *Embedder) Close() error {
 	return err
 }
 
-// Embed returns one unit vector per text. Texts are tokenised, sorted by token count
-// and run in batches of at most the configured batch size, each padded to its longest
-// text; ctx is checked between batches.
+// Embed returns one unit vector per text (a document: the model's document prompt, if
+// any, goes first). Texts are tokenised, sorted by token count and run in batches of at
+// most the configured batch size, each padded to its longest text; ctx is checked
+// between batches.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return e.embed(ctx, texts, e.docP)
+}
+
+// ScaleCosine maps a cosine of this model's vectors onto all-MiniLM-L6-v2's scale, by the
+// model directory's membus_scale.json ({"cosine_shift": a, "cosine_scale": b}: (cos - a) * b);
+// without one it is the cosine itself.
+func (e *Embedder) ScaleCosine(cos float64) float64 {
+	if e.cosScale == 0 {
+		return cos
+	}
+	return (cos - e.cosShift) * e.cosScale
+}
+
+// EmbedQuery is Embed for search queries: the model's query prompt, if any, goes first.
+func (e *Embedder) EmbedQuery(ctx context.Context, queries []string) ([][]float32, error) {
+	return e.embed(ctx, queries, e.queryP)
+}
+
+func (e *Embedder) embed(ctx context.Context, texts []string, prompt string) ([][]float32, error) {
 	ids := make([][]int64, len(texts))
 	order := make([]int, len(texts))
 	for i, t := range texts {
-		ids[i] = e.tok.Encode(t, e.maxLen)
+		ids[i] = e.tok.Encode(prompt+t, e.maxLen)
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return len(ids[a]) - len(ids[b]) })
@@ -370,11 +395,18 @@ type modelConfig struct {
 	maxLen    int
 	lowercase bool
 	cls       bool
+	// queryPrompt and docPrompt go before a query and a document
+	// (config_sentence_transformers.json's prompts "query" and "document" or "passage").
+	queryPrompt, docPrompt string
+	// cosShift and cosScale: membus_scale.json's cosine_shift and cosine_scale.
+	cosShift, cosScale float64
 }
 
 // readModelConfig reads model_id, tokenizer_config.json (do_lower_case),
-// sentence_bert_config.json (max_seq_length, do_lower_case) and pooling_config.json
-// (pooling_mode_cls_token / pooling_mode_mean_tokens); each is optional. Without a
+// sentence_bert_config.json (max_seq_length, do_lower_case), pooling_config.json
+// (pooling_mode_cls_token / pooling_mode_mean_tokens) and config_sentence_transformers.json
+// (prompts: "query", and "document" or "passage") and membus_scale.json (cosine_shift,
+// cosine_scale: membus's own, for a model whose cosines sit on another scale); each is optional. Without a
 // tokenizer config the model is taken as uncased (lower-case), as BERT's default.
 func readModelConfig(dir string) (modelConfig, error) {
 	c := modelConfig{id: filepath.Base(filepath.Clean(dir)), lowercase: true}
@@ -392,6 +424,13 @@ func readModelConfig(dir string) (modelConfig, error) {
 		MaxSeqLength int   `json:"max_seq_length"`
 		DoLowerCase  *bool `json:"do_lower_case"`
 	}
+	var st struct {
+		Prompts map[string]string `json:"prompts"`
+	}
+	var sc struct {
+		Shift float64 `json:"cosine_shift"`
+		Scale float64 `json:"cosine_scale"`
+	}
 	var pc struct {
 		CLS  bool `json:"pooling_mode_cls_token"`
 		Mean bool `json:"pooling_mode_mean_tokens"`
@@ -401,7 +440,7 @@ func readModelConfig(dir string) (modelConfig, error) {
 	for _, f := range []struct {
 		name string
 		v    any
-	}{{"tokenizer_config.json", &tc}, {"sentence_bert_config.json", &sb}, {"pooling_config.json", &pc}} {
+	}{{"tokenizer_config.json", &tc}, {"sentence_bert_config.json", &sb}, {"pooling_config.json", &pc}, {"config_sentence_transformers.json", &st}, {"membus_scale.json", &sc}} {
 		b, err := os.ReadFile(filepath.Join(dir, f.name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -426,6 +465,15 @@ func readModelConfig(dir string) (modelConfig, error) {
 		return c, fmt.Errorf("onnx embedder: %s: only mean or CLS pooling is supported", filepath.Join(dir, "pooling_config.json"))
 	}
 	c.cls = pc.CLS
+	if sc.Scale < 0 {
+		return c, fmt.Errorf("onnx embedder: %s: cosine_scale %v is negative", filepath.Join(dir, "membus_scale.json"), sc.Scale)
+	}
+	c.cosShift, c.cosScale = sc.Shift, sc.Scale
+	c.queryPrompt = st.Prompts["query"]
+	c.docPrompt = st.Prompts["document"]
+	if c.docPrompt == "" {
+		c.docPrompt = st.Prompts["passage"]
+	}
 	return c, nil
 }
 

@@ -69,6 +69,16 @@ func TestReadModelConfig(t *testing.T) {
 			"tokenizer_config.json": `{"do_lower_case": false}`,
 			"pooling_config.json":   `{"pooling_mode_cls_token": true}`,
 		}, modelConfig{id: "m", cls: true}, false},
+		{"e5-style prompts: query and passage", map[string]string{
+			"config_sentence_transformers.json": `{"prompts": {"query": "query: ", "passage": "passage: "}}`,
+		}, modelConfig{id: "m", lowercase: true, queryPrompt: "query: ", docPrompt: "passage: "}, false},
+		{"bge-style prompts: a query instruction, documents as they are", map[string]string{
+			"config_sentence_transformers.json": `{"prompts": {"query": "Represent: ", "document": ""}, "default_prompt_name": null}`,
+			"pooling_config.json":               `{"pooling_mode_cls_token": true}`,
+		}, modelConfig{id: "m", lowercase: true, cls: true, queryPrompt: "Represent: "}, false},
+		{"membus_scale.json", map[string]string{"membus_scale.json": `{"cosine_shift": 0.711, "cosine_scale": 4.24}`},
+			modelConfig{id: "m", lowercase: true, cosShift: 0.711, cosScale: 4.24}, false},
+		{"a negative cosine scale is refused", map[string]string{"membus_scale.json": `{"cosine_scale": -1}`}, modelConfig{}, true},
 		{"max pooling is refused", map[string]string{"pooling_config.json": `{"pooling_mode_max_tokens": true}`}, modelConfig{}, true},
 		{"bad json", map[string]string{"tokenizer_config.json": `{`}, modelConfig{}, true},
 	}
@@ -322,5 +332,71 @@ func TestONNXParaphrases(t *testing.T) {
 	}
 	if got.hard < 0.7 || got.hard < hash.hard+0.3 {
 		t.Errorf("paraphrase > hard distractor for %.1f%% of triples (hash %.1f%%), want ≥ 70%% and 30 points over hash", 100*got.hard, 100*hash.hard)
+	}
+}
+
+// TestONNXPromptedModels runs the opt-in models of scripts/model.sh (MEMBUS_MODEL=
+// e5-small-v2-int8 or bge-small-en-v1.5-int8), each from the directory its env var names;
+// CI fetches only the default model, so each skips without its directory.
+func TestONNXPromptedModels(t *testing.T) {
+	for _, m := range []struct{ env, id, queryP string }{
+		{"MEMBUS_TEST_E5_MODEL_DIR", "e5-small-v2-int8", "query: "},
+		{"MEMBUS_TEST_BGE_MODEL_DIR", "bge-small-en-v1.5-int8", "Represent this sentence for searching relevant passages: "},
+	} {
+		t.Run(m.id, func(t *testing.T) {
+			dir := os.Getenv(m.env)
+			if dir == "" || !Present(dir) {
+				t.Skipf("%s is not a model directory: `MEMBUS_MODEL=%s MEMBUS_MODEL_DIR=DIR make model` and %s=DIR run this test", m.env, m.id, m.env)
+			}
+			e, err := New(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			if e.Dim() != 384 || e.Model() != "onnx:"+m.id || e.queryP != m.queryP {
+				t.Fatalf("Dim, Model, query prompt = %d, %s, %q", e.Dim(), e.Model(), e.queryP)
+			}
+			ctx := context.Background()
+			docs := []string{
+				"I started taking pottery classes last month and I love it.",
+				"My sister is moving to Seattle next week.",
+				"We adopted a puppy named Max from the shelter.",
+			}
+			dv, err := e.Embed(ctx, docs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			queries := []string{"What hobby did she pick up?", "Where is her sister moving?", "What is the name of their dog?"}
+			qv, err := embed.EmbedQuery(ctx, e, queries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			same, _ := e.Embed(ctx, queries[:1])
+			if embed.Cosine(qv[0], same[0]) > 0.9999 {
+				t.Error("a query embeds as a document: the query prompt is not applied")
+			}
+			for i, q := range qv {
+				best := 0
+				for j := range dv {
+					if embed.Cosine(q, dv[j]) > embed.Cosine(q, dv[best]) {
+						best = j
+					}
+				}
+				if best != i {
+					t.Errorf("%q: best document %q, want %q", queries[i], docs[best], docs[i])
+				}
+			}
+		})
+	}
+}
+
+func TestScaleCosine(t *testing.T) {
+	e := &Embedder{}
+	if got := e.ScaleCosine(0.4); got != 0.4 {
+		t.Fatalf("no scale: ScaleCosine(0.4) = %v, want 0.4", got)
+	}
+	e.cosShift, e.cosScale = 0.7, 4
+	if got := e.ScaleCosine(0.8); math.Abs(got-0.4) > 1e-12 {
+		t.Fatalf("shift 0.7, scale 4: ScaleCosine(0.8) = %v, want 0.4", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,7 +41,8 @@ type recallParams struct {
 	sizes    []int           // memories per user, one measured configuration each
 	count    int             // measured recalls per size
 	warmup   int
-	restart  bool // embedded: also measure a membus up restarted on the seeded data
+	restart  bool   // embedded: also measure a membus up restarted on the seeded data
+	embedder string // hash or onnx (MEMBUS_MODEL_DIR, else ./data/models)
 	progress io.Writer
 	notes    io.Writer
 }
@@ -56,6 +58,7 @@ func benchRecallCmd() *cobra.Command {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	backend := fs.String("backend", "embedded", "embedded (SQLite) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL; the vector index stays local)")
 	restart := fs.Bool("restart", true, "embedded: also start membus up (this executable) on each size's seeded data, send it the same recalls over HTTP and print its RSS")
+	embedder := fs.String("embedder", "hash", "hash, or onnx: the local model in MEMBUS_MODEL_DIR (else ./data/models; `make model`), which also embeds the seeded memories")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return cli.Exit(func() int {
@@ -65,7 +68,11 @@ func benchRecallCmd() *cobra.Command {
 				return 1
 			}
 			defer stopProfile()
-			p := recallParams{count: *count, warmup: *warmup, restart: *restart, notes: stderr}
+			p := recallParams{count: *count, warmup: *warmup, restart: *restart, embedder: *embedder, notes: stderr}
+			if p.embedder != "hash" && p.embedder != "onnx" {
+				fmt.Fprintf(stderr, "membus bench recall: --embedder must be hash or onnx, got %q\n", p.embedder)
+				return 2
+			}
 			rb, err := harness.BackendFlag(*backend)
 			if err != nil {
 				fmt.Fprintf(stderr, "membus bench recall: %v\n", err)
@@ -116,7 +123,7 @@ func recallSentence(r *rand.Rand, n int) string {
 }
 
 // benchRecall measures, per size, recall over NATS (the recall RPC with its defaults, a fresh
-// embedded membus: SQLite, local vector store, hash embedder) for one user holding that many
+// embedded membus: SQLite, local vector store, the hash or onnx embedder) for one user holding that many
 // memories, written straight into SQL and the vector store. The floor, in the same run, is
 // the brute-force search recall cannot beat: embed the query, then score every memory of
 // the user exactly (cosine) in a plain loop and keep the top 24.
@@ -147,7 +154,7 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	env, closeEnv, err := harness.OpenIn(ctx, dir, "interval", "hash", rb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	env, closeEnv, err := harness.OpenIn(ctx, dir, "interval", p.embedder, rb, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return bench.Result{}, err
 	}
@@ -205,8 +212,12 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 	}
 	res.Floor = &floor
 	if dir != "" {
+		modelDir, err := filepath.Abs(env.Config.ModelPath())
+		if err != nil {
+			return res, err
+		}
 		closeOnce.Do(closeEnv)
-		rss, err := restartedRSS(ctx, dir, account, user, agent, qs)
+		rss, err := restartedRSS(ctx, dir, p.embedder, modelDir, account, user, agent, qs)
 		if err != nil {
 			return res, fmt.Errorf("restarted membus up: %w", err)
 		}
@@ -216,11 +227,11 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 	return res, nil
 }
 
-// restartedRSS starts `membus up` (this executable, hash embedder) on the data dir the run
+// restartedRSS starts `membus up` (this executable, the run's embedder) on the data dir the run
 // seeded, as a user restarting it would, sends it the run's recalls over HTTP (insecure mode,
 // loopback), and returns its resident set size: what membus holding those memories occupies,
 // without the seeding's garbage or the floor's copy of the vectors.
-func restartedRSS(ctx context.Context, dir, account, user, agent string, qs []string) (float64, error) {
+func restartedRSS(ctx context.Context, dir, embedder, modelDir, account, user, agent string, qs []string) (float64, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
@@ -242,7 +253,7 @@ func restartedRSS(ctx context.Context, dir, account, user, agent string, qs []st
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "MEMBUS_DATA_DIR="+dir, "MEMBUS_EMBEDDER=hash", "MEMBUS_NATS_SYNC=interval", "MEMBUS_NATS_LISTEN="+addrs[0],
+	cmd.Env = append(cmd.Env, "MEMBUS_DATA_DIR="+dir, "MEMBUS_EMBEDDER="+embedder, "MEMBUS_MODEL_DIR="+modelDir, "MEMBUS_NATS_SYNC=interval", "MEMBUS_NATS_LISTEN="+addrs[0],
 		"MEMBUS_HTTP_ADDR="+addrs[1], "MEMBUS_INSECURE_NO_AUTH=true", "MEMBUS_LOG_LEVEL=error", "MEMBUS_RATE_LIMIT=1000000", "MEMBUS_RATE_BURST=1000000")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -299,7 +310,7 @@ func restartedRSS(ctx context.Context, dir, account, user, agent string, qs []st
 // bruteForceOp is the floor: the query embedded, every vector scored exactly, the top k kept.
 func bruteForceOp(emb embed.Embedder, vecs [][]float32, qs []string, k int) bench.Op {
 	return func(ctx context.Context, i int) (int, error) {
-		q, err := emb.Embed(ctx, []string{qs[i%len(qs)]})
+		q, err := embed.EmbedQuery(ctx, emb, []string{qs[i%len(qs)]})
 		if err != nil {
 			return 0, err
 		}
