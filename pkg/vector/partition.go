@@ -287,11 +287,15 @@ func (pt *partition) has(id string) bool {
 func (pt *partition) point(r ref) (Point, error) {
 	s := pt.segs[r.seg]
 	p := pt.pointMeta(r)
-	v, err := s.loadVec(int(r.i), make([]float32, s.dim))
+	// One allocation: a quantised segment reads the vector into buf; an exact one returns its
+	// own, which the point must not share, so it is copied (a copy onto itself otherwise).
+	buf := make([]float32, s.dim)
+	v, err := s.loadVec(int(r.i), buf)
 	if err != nil {
 		return Point{}, err
 	}
-	p.Vector = slices.Clone(v)
+	copy(buf, v)
+	p.Vector = buf
 	if p.Payload != nil {
 		p.Payload = maps.Clone(p.Payload)
 	}
@@ -416,6 +420,14 @@ func dot32(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// dots32Go is the portable dots32: dot32 of q with each vector.
+func dots32Go(q, vecs []float32, dim int, out []float32) {
+	q = q[:dim]
+	for v := range out {
+		out[v] = dot32(q, vecs[v*dim:v*dim+dim])
+	}
+}
+
 // cand is a scored point of one search.
 type cand struct {
 	r     ref
@@ -501,9 +513,12 @@ func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, in
 	s := pt.segs[si]
 	check := f.pointFilter()
 	var dots [blockPoints]int32
+	var fdots [blockPoints]float32
+	o := (from % blockPoints) * s.dim
 	if s.spill != nil {
-		o := (from % blockPoints) * s.dim
 		dotsInt8(qc, s.codes[from/blockPoints].c[o:], s.dim, dots[:to-from])
+	} else {
+		dots32(q, s.blocks[from/blockPoints].v[o:], s.dim, fdots[:to-from])
 	}
 	for i := from; i < to; i++ {
 		if check && !f.matchMeta(s.scope, &s.meta[i]) {
@@ -513,7 +528,7 @@ func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, in
 		if s.spill != nil {
 			x = float32(dots[i-from]) * s.scale[i] * qscale
 		} else {
-			x = dot32(q, s.vec(i)) * s.inv[i] * invQ
+			x = fdots[i-from] * s.inv[i] * invQ
 		}
 		score := float64(min(max(x, 0), 1))
 		if !t.admits(score) {
