@@ -57,6 +57,7 @@ type partition struct {
 	n        int     // points, all segments
 	totalLen int     // sum of pointMeta.length
 	strs     map[string]string
+	terms    []termFreq // put's scratch
 
 	// persistence state, guarded by mu
 	logRecords int
@@ -184,6 +185,7 @@ func (pt *partition) put(p Point) {
 			m.payload[k] = v
 		}
 	}
+	terms := pt.terms[:0]
 	for _, t := range Terms(p.Text) {
 		id, ok := pt.termIDs[t]
 		if !ok {
@@ -192,13 +194,14 @@ func (pt *partition) put(p Point) {
 			pt.df = append(pt.df, 0)
 		}
 		m.length++
-		if j := slices.IndexFunc(m.terms, func(x termFreq) bool { return x.term == id }); j >= 0 {
-			m.terms[j].tf++
+		if j := slices.IndexFunc(terms, func(x termFreq) bool { return x.term == id }); j >= 0 {
+			terms[j].tf++
 		} else {
-			m.terms = append(m.terms, termFreq{term: id, tf: 1})
+			terms = append(terms, termFreq{term: id, tf: 1})
 		}
 	}
-	m.terms = slices.Clip(m.terms)
+	pt.terms = terms
+	m.terms = slices.Clone(terms) // exactly its length: the point keeps it for its life
 	for _, tf := range m.terms {
 		for int(tf.term) >= len(s.postings) {
 			s.postings = append(s.postings, nil)
@@ -215,6 +218,24 @@ func (pt *partition) put(p Point) {
 		if err := s.spillTo(pt.spillDir); err != nil {
 			s.noSpill = true // searched exactly, from memory, as below the maximum
 		}
+	}
+}
+
+// trim reallocates the slices that grow by appending to their length. A restart appends
+// every point, and what append leaves spare (up to a quarter of a large slice) would stay for
+// the process's life, twice over in the heap the GC lets grow in proportion to it.
+func (pt *partition) trim() {
+	pt.df = slices.Clone(pt.df)
+	pt.terms = nil
+	for _, s := range pt.segs {
+		s.meta, s.lens, s.norms = slices.Clone(s.meta), slices.Clone(s.lens), slices.Clone(s.norms)
+		s.inv, s.scale = slices.Clone(s.inv), slices.Clone(s.scale)
+		for t, ps := range s.postings {
+			if cap(ps) > len(ps) {
+				s.postings[t] = slices.Clone(ps)
+			}
+		}
+		s.postings = slices.Clone(s.postings)
 	}
 }
 
