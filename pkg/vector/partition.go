@@ -101,8 +101,7 @@ type pointMeta struct {
 	text      string
 	payload   map[string]string // nil when empty
 	createdAt time.Time
-	terms     []termFreq
-	length    int32
+	length    int32 // BM25 terms, repeats counted
 }
 
 type termFreq struct{ term, tf int32 }
@@ -201,8 +200,7 @@ func (pt *partition) put(p Point) {
 		}
 	}
 	pt.terms = terms
-	m.terms = slices.Clone(terms) // exactly its length: the point keeps it for its life
-	for _, tf := range m.terms {
+	for _, tf := range terms {
 		for int(tf.term) >= len(s.postings) {
 			s.postings = append(s.postings, nil)
 		}
@@ -239,6 +237,19 @@ func (pt *partition) trim() {
 	}
 }
 
+// termIDsOf appends the ids of text's distinct terms to dst. A point's terms are taken again
+// from its text when it is removed or moved rather than kept with it: about 100 bytes of heap
+// a point, held for the process's life, for operations far rarer than a search. put gave every
+// term of a stored text its id.
+func (pt *partition) termIDsOf(dst []int32, text string) []int32 {
+	for _, t := range Terms(text) {
+		if id, ok := pt.termIDs[t]; ok && !slices.Contains(dst, id) {
+			dst = append(dst, id)
+		}
+	}
+	return dst
+}
+
 // remove deletes id if present. The caller holds mu for writing.
 func (pt *partition) remove(id string) {
 	r, ok := pt.ids[id]
@@ -248,12 +259,13 @@ func (pt *partition) remove(id string) {
 	s := pt.segs[r.seg]
 	i := int(r.i)
 	m := &s.meta[i]
-	for _, tf := range m.terms {
-		post := s.postings[tf.term]
+	terms := pt.termIDsOf(nil, m.text)
+	for _, t := range terms {
+		post := s.postings[t]
 		j := slices.IndexFunc(post, func(p posting) bool { return int(p.i) == i })
 		post[j] = post[len(post)-1]
-		s.postings[tf.term] = post[:len(post)-1]
-		pt.df[tf.term]--
+		s.postings[t] = post[:len(post)-1]
+		pt.df[t]--
 	}
 	pt.totalLen -= int(m.length)
 	pt.n--
@@ -268,8 +280,8 @@ func (pt *partition) remove(id string) {
 		}
 		s.meta[i] = s.meta[last]
 		s.lens[i] = s.lens[last]
-		for _, tf := range s.meta[i].terms {
-			post := s.postings[tf.term]
+		for _, t := range pt.termIDsOf(terms[:0], s.meta[i].text) {
+			post := s.postings[t]
 			j := slices.IndexFunc(post, func(p posting) bool { return int(p.i) == last })
 			post[j].i = int32(i)
 		}
