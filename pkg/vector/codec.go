@@ -130,13 +130,23 @@ func (d *decoder) string() string {
 	return s
 }
 
-func (d *decoder) point() Point {
+// point decodes the next point. Its vector is decoded into *vec when vec is not nil (grown as
+// needed, and overwritten by the next call), into a new slice otherwise.
+func (d *decoder) point(vec *[]float32) Point {
 	var p Point
 	for _, s := range []*string{&p.ID, &p.AccountID, &p.UserID, &p.AgentID, &p.Scope, &p.Kind, &p.Category, &p.Text} {
 		*s = d.string()
 	}
 	if n := d.count(4); d.err == nil {
-		p.Vector = make([]float32, n)
+		switch {
+		case vec == nil:
+			p.Vector = make([]float32, n)
+		case cap(*vec) >= n:
+			p.Vector = (*vec)[:n]
+		default:
+			*vec = make([]float32, n)
+			p.Vector = *vec
+		}
 		for i := range p.Vector {
 			p.Vector[i] = math.Float32frombits(binary.LittleEndian.Uint32(d.b[4*i:]))
 		}
@@ -186,7 +196,8 @@ func encodeSnapshot(account, user string, n int, each func(load bool, yield func
 
 // decodeSnapshot checks b's checksum, then hands its account and user to begin (false stops
 // it: the snapshot is not the one expected) and each of its points to each, one at a time, so
-// that a large snapshot is never held decoded as a whole.
+// that a large snapshot is never held decoded as a whole. A point's Vector is valid only
+// during its call: each copies what it keeps.
 func decodeSnapshot(b []byte, begin func(account, user string) bool, each func(Point)) error {
 	if len(b) < len(snapMagic)+4 || string(b[:len(snapMagic)]) != snapMagic {
 		return fmt.Errorf("snapshot header: %w", errCorrupt)
@@ -201,8 +212,12 @@ func decodeSnapshot(b []byte, begin func(account, user string) bool, each func(P
 		return fmt.Errorf("snapshot tenant: %w", errCorrupt)
 	}
 	n := d.count(8)
+	// One vector buffer for every point: a snapshot is the bulk of a restart's reading, and
+	// each copies the vector into the index (blocks or spill file), so a vector per point
+	// would be the restart's largest garbage.
+	var vec []float32
 	for range n {
-		p := d.point()
+		p := d.point(&vec)
 		if d.err != nil {
 			break
 		}
@@ -283,7 +298,7 @@ func decodeRecords(b []byte) (recs []logRecord, valid int) {
 		case opUpsert:
 			cnt := d.count(8)
 			for range cnt {
-				r.points = append(r.points, d.point())
+				r.points = append(r.points, d.point(nil))
 			}
 		case opDelete:
 			cnt := d.count(1)

@@ -280,6 +280,7 @@ func (l *Local) loadPartition(gdir, stem string) {
 		}
 	}
 	if pt != nil {
+		pt.trim()
 		l.parts[partKey{pt.account, pt.user}] = pt
 	}
 }

@@ -57,6 +57,7 @@ type partition struct {
 	n        int     // points, all segments
 	totalLen int     // sum of pointMeta.length
 	strs     map[string]string
+	terms    []termFreq // put's scratch
 
 	// persistence state, guarded by mu
 	logRecords int
@@ -100,8 +101,7 @@ type pointMeta struct {
 	text      string
 	payload   map[string]string // nil when empty
 	createdAt time.Time
-	terms     []termFreq
-	length    int32
+	length    int32 // BM25 terms, repeats counted
 }
 
 type termFreq struct{ term, tf int32 }
@@ -184,6 +184,7 @@ func (pt *partition) put(p Point) {
 			m.payload[k] = v
 		}
 	}
+	terms := pt.terms[:0]
 	for _, t := range Terms(p.Text) {
 		id, ok := pt.termIDs[t]
 		if !ok {
@@ -192,14 +193,14 @@ func (pt *partition) put(p Point) {
 			pt.df = append(pt.df, 0)
 		}
 		m.length++
-		if j := slices.IndexFunc(m.terms, func(x termFreq) bool { return x.term == id }); j >= 0 {
-			m.terms[j].tf++
+		if j := slices.IndexFunc(terms, func(x termFreq) bool { return x.term == id }); j >= 0 {
+			terms[j].tf++
 		} else {
-			m.terms = append(m.terms, termFreq{term: id, tf: 1})
+			terms = append(terms, termFreq{term: id, tf: 1})
 		}
 	}
-	m.terms = slices.Clip(m.terms)
-	for _, tf := range m.terms {
+	pt.terms = terms
+	for _, tf := range terms {
 		for int(tf.term) >= len(s.postings) {
 			s.postings = append(s.postings, nil)
 		}
@@ -218,6 +219,37 @@ func (pt *partition) put(p Point) {
 	}
 }
 
+// trim reallocates the slices that grow by appending to their length. A restart appends
+// every point, and what append leaves spare (up to a quarter of a large slice) would stay for
+// the process's life, twice over in the heap the GC lets grow in proportion to it.
+func (pt *partition) trim() {
+	pt.df = slices.Clone(pt.df)
+	pt.terms = nil
+	for _, s := range pt.segs {
+		s.meta, s.lens, s.norms = slices.Clone(s.meta), slices.Clone(s.lens), slices.Clone(s.norms)
+		s.inv, s.scale = slices.Clone(s.inv), slices.Clone(s.scale)
+		for t, ps := range s.postings {
+			if cap(ps) > len(ps) {
+				s.postings[t] = slices.Clone(ps)
+			}
+		}
+		s.postings = slices.Clone(s.postings)
+	}
+}
+
+// termIDsOf appends the ids of text's distinct terms to dst. A point's terms are taken again
+// from its text when it is removed or moved rather than kept with it: about 100 bytes of heap
+// a point, held for the process's life, for operations far rarer than a search. put gave every
+// term of a stored text its id.
+func (pt *partition) termIDsOf(dst []int32, text string) []int32 {
+	for _, t := range Terms(text) {
+		if id, ok := pt.termIDs[t]; ok && !slices.Contains(dst, id) {
+			dst = append(dst, id)
+		}
+	}
+	return dst
+}
+
 // remove deletes id if present. The caller holds mu for writing.
 func (pt *partition) remove(id string) {
 	r, ok := pt.ids[id]
@@ -227,12 +259,13 @@ func (pt *partition) remove(id string) {
 	s := pt.segs[r.seg]
 	i := int(r.i)
 	m := &s.meta[i]
-	for _, tf := range m.terms {
-		post := s.postings[tf.term]
+	terms := pt.termIDsOf(nil, m.text)
+	for _, t := range terms {
+		post := s.postings[t]
 		j := slices.IndexFunc(post, func(p posting) bool { return int(p.i) == i })
 		post[j] = post[len(post)-1]
-		s.postings[tf.term] = post[:len(post)-1]
-		pt.df[tf.term]--
+		s.postings[t] = post[:len(post)-1]
+		pt.df[t]--
 	}
 	pt.totalLen -= int(m.length)
 	pt.n--
@@ -247,8 +280,8 @@ func (pt *partition) remove(id string) {
 		}
 		s.meta[i] = s.meta[last]
 		s.lens[i] = s.lens[last]
-		for _, tf := range s.meta[i].terms {
-			post := s.postings[tf.term]
+		for _, t := range pt.termIDsOf(terms[:0], s.meta[i].text) {
+			post := s.postings[t]
 			j := slices.IndexFunc(post, func(p posting) bool { return int(p.i) == last })
 			post[j].i = int32(i)
 		}
@@ -287,11 +320,15 @@ func (pt *partition) has(id string) bool {
 func (pt *partition) point(r ref) (Point, error) {
 	s := pt.segs[r.seg]
 	p := pt.pointMeta(r)
-	v, err := s.loadVec(int(r.i), make([]float32, s.dim))
+	// One allocation: a quantised segment reads the vector into buf; an exact one returns its
+	// own, which the point must not share, so it is copied (a copy onto itself otherwise).
+	buf := make([]float32, s.dim)
+	v, err := s.loadVec(int(r.i), buf)
 	if err != nil {
 		return Point{}, err
 	}
-	p.Vector = slices.Clone(v)
+	copy(buf, v)
+	p.Vector = buf
 	if p.Payload != nil {
 		p.Payload = maps.Clone(p.Payload)
 	}
@@ -416,6 +453,14 @@ func dot32(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// dots32Go is the portable dots32: dot32 of q with each vector.
+func dots32Go(q, vecs []float32, dim int, out []float32) {
+	q = q[:dim]
+	for v := range out {
+		out[v] = dot32(q, vecs[v*dim:v*dim+dim])
+	}
+}
+
 // cand is a scored point of one search.
 type cand struct {
 	r     ref
@@ -501,9 +546,12 @@ func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, in
 	s := pt.segs[si]
 	check := f.pointFilter()
 	var dots [blockPoints]int32
+	var fdots [blockPoints]float32
+	o := (from % blockPoints) * s.dim
 	if s.spill != nil {
-		o := (from % blockPoints) * s.dim
 		dotsInt8(qc, s.codes[from/blockPoints].c[o:], s.dim, dots[:to-from])
+	} else {
+		dots32(q, s.blocks[from/blockPoints].v[o:], s.dim, fdots[:to-from])
 	}
 	for i := from; i < to; i++ {
 		if check && !f.matchMeta(s.scope, &s.meta[i]) {
@@ -513,7 +561,7 @@ func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, in
 		if s.spill != nil {
 			x = float32(dots[i-from]) * s.scale[i] * qscale
 		} else {
-			x = dot32(q, s.vec(i)) * s.inv[i] * invQ
+			x = fdots[i-from] * s.inv[i] * invQ
 		}
 		score := float64(min(max(x, 0), 1))
 		if !t.admits(score) {

@@ -37,6 +37,77 @@ func TestDotsInt8MatchesPortable(t *testing.T) {
 	}
 }
 
+// checkDots32 holds dots32 and dots32Go to the float64 dot product, within float32 rounding
+// of the sum of the terms' magnitudes (the two add in different orders, so they need not
+// agree bit for bit).
+func checkDots32(t *testing.T, q, vecs []float32, dim, n int) {
+	t.Helper()
+	got, port := make([]float32, n), make([]float32, n)
+	dots32(q, vecs, dim, got)
+	dots32Go(q, vecs, dim, port)
+	for v := range n {
+		var exact, mag float64
+		for j := range dim {
+			x := float64(q[j]) * float64(vecs[v*dim+j])
+			exact += x
+			mag += math.Abs(x)
+		}
+		tol := 1e-5*mag + 1e-30
+		if math.Abs(float64(got[v])-exact) > tol || math.Abs(float64(port[v])-exact) > tol {
+			t.Fatalf("dim %d vector %d: dots32 %g, portable %g, exact %g (tolerance %g)", dim, v, got[v], port[v], exact, tol)
+		}
+	}
+}
+
+func TestDots32MatchesExact(t *testing.T) {
+	tests := []struct {
+		name string
+		fill func(r *rand.Rand, j int) float32
+	}{
+		{"gaussian", func(r *rand.Rand, _ int) float32 { return float32(r.NormFloat64()) }},
+		{"zeros", func(*rand.Rand, int) float32 { return 0 }},
+		{"alternating signs cancel", func(_ *rand.Rand, j int) float32 { return float32(1 - 2*(j%2)) }},
+		{"large and small magnitudes", func(r *rand.Rand, j int) float32 { return float32(r.NormFloat64() * math.Pow(10, float64(j%9-4))) }},
+	}
+	for _, tc := range tests {
+		for _, dim := range []int{8, 32, 100, 384, 1024} {
+			t.Run(fmt.Sprintf("%s/%d", tc.name, dim), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(5, uint64(dim)))
+				const n = 37
+				q, vecs := make([]float32, dim), make([]float32, n*dim)
+				for j := range q {
+					q[j] = tc.fill(r, j)
+				}
+				for j := range vecs {
+					vecs[j] = tc.fill(r, j)
+				}
+				checkDots32(t, q, vecs, dim, n)
+			})
+		}
+	}
+}
+
+func FuzzDots32MatchesExact(f *testing.F) {
+	f.Add(uint64(1), uint8(12), uint8(3))
+	f.Add(uint64(2), uint8(1), uint8(1))
+	f.Add(uint64(3), uint8(32), uint8(0))
+	f.Fuzz(func(t *testing.T, seed uint64, dim32, n uint8) {
+		r := rand.New(rand.NewPCG(seed, 6))
+		dim := 32 * (int(dim32)%48 + 1) // the kernel's dimensions: multiples of 32
+		if seed%2 == 1 {
+			dim += int(seed % 31) // and others, the portable path
+		}
+		q, vecs := make([]float32, dim), make([]float32, int(n)*dim)
+		for j := range q {
+			q[j] = float32(r.NormFloat64())
+		}
+		for j := range vecs {
+			vecs[j] = float32(r.NormFloat64())
+		}
+		checkDots32(t, q, vecs, dim, int(n))
+	})
+}
+
 func TestQuantisedCosineIsClose(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const dim = 384
@@ -99,16 +170,21 @@ func TestSegmentSpillsAndComesBack(t *testing.T) {
 	check("at 4 points, below half the maximum", false)
 }
 
-func BenchmarkDot32(b *testing.B) {
-	q, v := make([]float32, 384), make([]float32, 384*blockPoints)
-	for i := range v {
-		v[i] = float32(i%7) - 3
-	}
-	b.SetBytes(int64(len(v) * 4))
-	for b.Loop() {
-		for i := 0; i < len(v); i += 384 {
-			_ = dot32(q, v[i:i+384])
-		}
+func BenchmarkDots32(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		fn   func(q, vecs []float32, dim int, out []float32)
+	}{{"kernel", dots32}, {"portable", dots32Go}} {
+		b.Run(c.name, func(b *testing.B) {
+			q, v, out := make([]float32, 384), make([]float32, 384*blockPoints), make([]float32, blockPoints)
+			for i := range v {
+				v[i] = float32(i%7) - 3
+			}
+			b.SetBytes(int64(len(v) * 4))
+			for b.Loop() {
+				c.fn(q, v, 384, out)
+			}
+		})
 	}
 }
 

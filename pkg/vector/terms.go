@@ -3,6 +3,7 @@ package vector
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // stopWords are dropped from BM25 terms: the commonest English function
@@ -30,29 +31,46 @@ var stopWords = map[string]bool{
 // scores agree.
 func Terms(s string) []string {
 	var out []string
-	var b strings.Builder
-	flush := func() {
-		if b.Len() == 0 {
+	lower := strings.ToLower(s)
+	// A word is a run of lower, so it is sliced out of it rather than copied rune by rune:
+	// recall takes the terms of every candidate's text on each request.
+	start := -1 // byte offset of the word being read, -1 between words
+	flush := func(end int) {
+		if start < 0 {
 			return
 		}
-		w := b.String()
-		b.Reset()
+		w := lower[start:end]
+		start = -1
 		if !stopWords[w] {
 			out = append(out, stem(w))
 		}
 	}
-	for _, r := range strings.ToLower(s) {
+	for i, r := range lower {
+		if r < utf8.RuneSelf {
+			// ASCII, the common case, without the Unicode tables: lower-cased, its letters
+			// are a–z, and it holds no mark, Han or kana.
+			if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' {
+				if start < 0 {
+					start = i
+				}
+			} else {
+				flush(i)
+			}
+			continue
+		}
 		switch {
 		case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana):
-			flush()
+			flush(i)
 			out = append(out, string(r))
-		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) && b.Len() > 0:
-			b.WriteRune(r)
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) && start >= 0:
+			if start < 0 {
+				start = i
+			}
 		default:
-			flush()
+			flush(i)
 		}
 	}
-	flush()
+	flush(len(lower))
 	return out
 }
 
