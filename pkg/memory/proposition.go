@@ -2,7 +2,6 @@ package memory
 
 import (
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jdkato/prose/v2"
@@ -15,21 +14,30 @@ import (
 // (prose's averaged perceptron, trained on the Penn Treebank tag set, pure Go with its
 // weights embedded), not from lists of phrasings.
 
-var (
-	taggerOnce  sync.Once
-	taggerModel *prose.Model
-)
+// tagger tokenizes and tags sentences with prose's model, which it holds: loaded once by
+// newTagger (about 0.4 s and 27 MB), read only by tagging, so the concurrent extractions of
+// one extractor share it.
+type tagger struct {
+	model *prose.Model
+}
 
-// tagWords tokenizes and tags one sentence. The model loads once (about 0.3 s and 20 MB);
-// tagging itself reads it only, so concurrent extractions share it.
-func tagWords(s string) []prose.Token {
-	taggerOnce.Do(func() {
-		doc, err := prose.NewDocument("", prose.WithSegmentation(false), prose.WithExtraction(false))
-		if err == nil {
-			taggerModel = doc.Model
-		}
-	})
-	doc, err := prose.NewDocument(s, prose.UsingModel(taggerModel), prose.WithSegmentation(false), prose.WithExtraction(false))
+// newTagger loads the tagger's model.
+func newTagger() tagger {
+	doc, err := prose.NewDocument("", prose.WithSegmentation(false), prose.WithExtraction(false))
+	if err != nil {
+		// prose's weights are embedded in the binary; a nil model makes each tagging load them.
+		return tagger{}
+	}
+	return tagger{model: doc.Model}
+}
+
+// words tokenizes and tags one sentence.
+func (tg tagger) words(s string) []prose.Token {
+	opts := []prose.DocOpt{prose.WithSegmentation(false), prose.WithExtraction(false)}
+	if tg.model != nil {
+		opts = append(opts, prose.UsingModel(tg.model))
+	}
+	doc, err := prose.NewDocument(s, opts...)
 	if err != nil {
 		return nil
 	}
@@ -56,8 +64,8 @@ func isVerbTag(t string) bool { return strings.HasPrefix(t, "VB") || t == "MD" }
 
 // proposition cleans a sentence into a proposition and scores how much of a fact about the
 // speaker it is; ok is false for chit-chat and reactions.
-func proposition(s string) (text string, score int, self, ok bool) {
-	toks := tagWords(s)
+func (tg tagger) proposition(s string) (text string, score int, self, ok bool) {
+	toks := tg.words(s)
 	if len(toks) == 0 {
 		return "", 0, false, false
 	}
@@ -203,8 +211,8 @@ const maxPerMessage = 2
 // userPropositions reads one user sentence: the rules' memories (profile, preferences,
 // people, events, tasks…) with their text cleaned into a proposition, or, when no rule
 // matches, the proposition itself as a fact when it is about the speaker.
-func userPropositions(s, speaker string, m Message) []scored {
-	clean, score, _, ok := proposition(s)
+func (tg tagger) userPropositions(s, speaker string, m Message) []scored {
+	clean, score, _, ok := tg.proposition(s)
 	cs := userRules(s, speaker, m)
 	if len(cs) == 0 && ok && !reRequest.MatchString(s) && !reHedge.MatchString(s) && reFirstPerson.MatchString(reOpinion.ReplaceAllString(s, "")) {
 		cat := Fact

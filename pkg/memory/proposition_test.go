@@ -20,9 +20,10 @@ func TestProposition(t *testing.T) {
 		{"thanks are no proposition", "Thanks, Caroline!", ""},
 		{"a sentence without a verb is no proposition", "5 years already!", ""},
 	}
+	tg := newTagger()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, _, ok := proposition(tc.sentence)
+			got, _, _, ok := tg.proposition(tc.sentence)
 			if tc.want == "" {
 				if ok {
 					t.Errorf("proposition(%q) = %q, want none", tc.sentence, got)
