@@ -113,7 +113,15 @@ func (tg tagger) proposition(s string) (text string, score int, self, ok bool) {
 	if toks[0].Tag == "VB" || first == "let" || first == "let's" || first == "please" {
 		return "", 0, false, false
 	}
-	if reactionStart[first] || first == "here" && (second == "'s" || second == "is" || second == "are") || (first == "that" || first == "it" || first == "this") && (second == "'s" || second == "is" || second == "was" || second == "sounds" || second == "looks") {
+	if view, ok := speakersView(toks); ok {
+		toks = view
+		first, second = "i", "think"
+	}
+	// A sentence that opens like a reaction but speaks of the speaker's own things ("This has
+	// been great for my mental health", "It's been my stress-buster since childhood") states
+	// a fact about the speaker.
+	mine := !listenerWord[first] && saysMine(toks[1:])
+	if !mine && reactionStart[first] || first == "here" && (second == "'s" || second == "is" || second == "are") || !mine && (first == "that" || first == "it" || first == "this") && (second == "'s" || second == "is" || second == "was" || second == "sounds" || second == "looks") {
 		return "", 0, false, false
 	}
 	toks = cutReaction(toks)
@@ -122,7 +130,7 @@ func (tg tagger) proposition(s string) (text string, score int, self, ok bool) {
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		low := strings.ToLower(t.Text)
-		if t.Tag == "RB" && !keepAdverb[low] {
+		if t.Tag == "RB" && !keepAdverb[low] && (fillers[low] || strings.HasSuffix(low, "ly")) {
 			continue
 		}
 		if isVerbTag(t.Tag) {
@@ -310,6 +318,9 @@ func cutReaction(toks []prose.Token) []prose.Token {
 
 var firstPersonWord = wordSet(`i my me we our us myself mine ourselves`)
 
+// listenerWord are the words that speak to the listener.
+var listenerWord = wordSet(`you your yours yourself you're you've you'll you'd`)
+
 func tokenTexts(toks []prose.Token) []string {
 	out := make([]string, len(toks))
 	for i, t := range toks {
@@ -385,4 +396,50 @@ func laterMentions(toks []string) []string {
 		}
 	}
 	return toks
+}
+
+// speakersView reads a judgement with a clause ("It's amazing how basketball brings people
+// together", "It's so important to teach kids about veterans", "That's sad how …") as the
+// speaker's view: "I think it's amazing how …". A bare reaction ("It's great!") has no clause
+// and stays a reaction.
+func speakersView(toks []prose.Token) ([]prose.Token, bool) {
+	if len(toks) < 4 {
+		return nil, false
+	}
+	first := strings.ToLower(toks[0].Text)
+	if first != "it" && first != "that" {
+		return nil, false
+	}
+	i := 1
+	switch strings.ToLower(toks[i].Text) {
+	case "'s", "is", "was":
+		i++
+	default:
+		return nil, false
+	}
+	for i < len(toks) && toks[i].Tag == "RB" {
+		i++
+	}
+	if i+1 >= len(toks) || !strings.HasPrefix(toks[i].Tag, "JJ") {
+		return nil, false
+	}
+	switch strings.ToLower(toks[i+1].Text) {
+	case "how", "that", "to", "when", "seeing", "having":
+	default:
+		return nil, false
+	}
+	out := append([]prose.Token{{Text: "I", Tag: "PRP"}, {Text: "think", Tag: "VBP"}}, toks...)
+	out[2].Text = strings.ToLower(out[2].Text)
+	return out, true
+}
+
+// saysMine reports whether a sentence speaks of the speaker's own things ("my", "I", "me"):
+// "This has been great for my mental health" is about the speaker, not a reaction.
+func saysMine(toks []prose.Token) bool {
+	for _, t := range toks {
+		if firstPersonWord[strings.ToLower(t.Text)] {
+			return true
+		}
+	}
+	return false
 }

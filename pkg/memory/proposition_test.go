@@ -19,6 +19,13 @@ func TestProposition(t *testing.T) {
 		{"an imperative is no proposition", "Keep up the great work!", ""},
 		{"thanks are no proposition", "Thanks, Caroline!", ""},
 		{"a sentence without a verb is no proposition", "5 years already!", ""},
+		// Sentences no rule was written for (LoCoMo-like turns, not from its observations).
+		{"a reaction-like opening about the speaker's own things is a fact", "This has been great for my mental health.", "This has been great for my mental health."},
+		{"what something has been to the speaker is a fact", "It's been my favourite escape since college!", "It's been my favourite escape since college!"},
+		{"a judgement with a clause is the speaker's view", "It's incredible how a garden can bring neighbours together.", "I think it's incredible how a garden can bring neighbours together."},
+		{"a judgement of what to do is the speaker's view", "It's so important to teach kids about recycling.", "I think it's important to teach kids about recycling."},
+		{"a bare judgement stays a reaction", "It's so incredible!", ""},
+		{"a reaction to the listener's things stays a reaction", "That's great about your new job!", ""},
 	}
 	tg := newTagger()
 	for _, tc := range cases {
