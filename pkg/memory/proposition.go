@@ -125,7 +125,7 @@ func (tg tagger) proposition(s string) (text string, score int, self, ok bool) {
 		return "", 0, false, false
 	}
 	toks = cutReaction(toks)
-	verbs, content, firstPerson := 0, 0, false
+	verbs, content, firstPerson, listener := 0, 0, false, false
 	var out []string
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
@@ -137,6 +137,7 @@ func (tg tagger) proposition(s string) (text string, score int, self, ok bool) {
 			verbs++
 		}
 		firstPerson = firstPerson || firstPersonWord[low]
+		listener = listener || listenerWord[low]
 		if fillers[low] && strings.HasPrefix(t.Tag, "JJ") && i+1 < len(toks) && strings.HasPrefix(toks[i+1].Tag, "JJ") {
 			continue
 		}
@@ -145,7 +146,9 @@ func (tg tagger) proposition(s string) (text string, score int, self, ok bool) {
 		}
 		out = append(out, t.Text)
 	}
-	if verbs == 0 || content < 2 {
+	if verbs == 0 || content < 2 || listener {
+		// No statement, or talk with the listener ("I owe you one", "Joanna can see why
+		// you're thrilled", "Jon will get the video to you"): chit-chat, not a memory.
 		return "", 0, false, false
 	}
 	text = joinTokens(laterMentions(out))

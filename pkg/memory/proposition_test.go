@@ -44,6 +44,29 @@ func TestProposition(t *testing.T) {
 	}
 }
 
+// TestListenerTalkIsNoProposition: what one speaker says to the other about the
+// conversation — thanks, promises, agreement, praise — is chit-chat, however it is phrased.
+func TestListenerTalkIsNoProposition(t *testing.T) {
+	tg := newTagger()
+	for _, s := range []string{
+		"I owe you one.",
+		"I'll send you the pictures tomorrow.",
+		"I can totally see why you're so proud.",
+		"I really appreciate your help with the move.",
+		"We should grab coffee when you're back in town.",
+		"I'm so happy for you and your family.",
+	} {
+		if got, _, _, ok := tg.proposition(s); ok {
+			t.Errorf("proposition(%q) = %q, want none: it speaks to the listener", s, got)
+		}
+	}
+	for _, s := range []string{"I started a pottery class with my sister.", "Our team won the regional final last week."} {
+		if _, _, _, ok := tg.proposition(s); !ok {
+			t.Errorf("proposition(%q): none, want a proposition (no listener in it)", s)
+		}
+	}
+}
+
 func TestAtMostTwoStatementsPerMessage(t *testing.T) {
 	msg := Message{ID: "m1", Role: "user", Name: "Melanie", Text: "Hey Caroline! I ran a charity race for mental health. " +
 		"I painted a lake sunrise with my kids. I finished another pottery project. Talk soon!"}
