@@ -219,6 +219,12 @@ type scored struct {
 // reaction to it.
 const maxPerMessage = 2
 
+// minOtherScore is the score a statement that does not name the speaker needs to be kept
+// ("Melanie: We explored the coast and hit some national parks" stays; "Caroline: The stories
+// were inspiring!" goes): a "we" statement with four content words, or a statement about
+// something else with seven.
+const minOtherScore = 7
+
 // userPropositions reads one user sentence: the rules' memories (profile, preferences,
 // people, events, tasks…) with their text cleaned into a proposition, or, when no rule
 // matches, the proposition itself as a fact when it is about the speaker.
@@ -256,6 +262,9 @@ func (tg tagger) userPropositions(s, speaker string, m Message) []scored {
 			c.Abstract = Abstract(c.Text)
 		}
 		if !strings.Contains(c.Text, speaker) {
+			if score+bonus < minOtherScore {
+				continue // a remark that is not about the speaker and says little
+			}
 			// Whose statement it is: "Melanie: We explored nature and roasted marshmallows."
 			c.Text = speaker + ": " + c.Text
 			c.Abstract = Abstract(c.Text)

@@ -83,3 +83,28 @@ func TestAtMostTwoStatementsPerMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestRemarksNotAboutTheSpeaker: a statement that does not name the speaker ("we", "our")
+// is kept only when it says something; a short remark is no memory.
+func TestRemarksNotAboutTheSpeaker(t *testing.T) {
+	h := NewHeuristic()
+	cases := []struct {
+		name, text string
+		keep       bool
+	}{
+		{"a short remark of ours about a film is no memory", "We loved the ending.", false},
+		{"a short remark of ours about the weather is no memory", "Our weather was perfect.", false},
+		{"what we did is kept", "We hiked the coastal trail and camped near the lighthouse.", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := h.Extract(t.Context(), []Message{{ID: "m1", Role: "user", Name: "Rosa", Text: tc.text}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.keep != (len(got) > 0) {
+				t.Errorf("Extract(%q) = %+v, keep %v", tc.text, got, tc.keep)
+			}
+		})
+	}
+}
