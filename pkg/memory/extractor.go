@@ -33,11 +33,15 @@ const (
 // to the speaker, events with absolute dates, decisions, tasks and other first-person facts;
 // from assistant messages, cases (a problem and what solved it), patterns (recurring
 // procedures) and decisions. Corrections ("actually, it's Rex, not Max") replace the value
-// they correct. "I"/"my" resolve to the speaker.
-type Heuristic struct{}
+// they correct. "I"/"my" resolve to the speaker. It holds its part-of-speech tagger's model,
+// loaded by NewHeuristic; one Heuristic serves concurrent extractions.
+type Heuristic struct {
+	tagger tagger
+}
 
-// NewHeuristic returns the heuristic extractor.
-func NewHeuristic() *Heuristic { return &Heuristic{} }
+// NewHeuristic returns the heuristic extractor, its tagger's model loaded (about 0.4 s and
+// 27 MB of heap): build one and share it.
+func NewHeuristic() *Heuristic { return &Heuristic{tagger: newTagger()} }
 
 // Name implements Extractor.
 func (*Heuristic) Name() string { return "heuristic" }
@@ -76,7 +80,7 @@ func (h *Heuristic) Extract(_ context.Context, msgs []Message) ([]Candidate, err
 			if x.correct(s, speaker, m) {
 				continue
 			}
-			said = append(said, userPropositions(s, speaker, m)...)
+			said = append(said, h.tagger.userPropositions(s, speaker, m)...)
 		}
 		x.add(mostFactual(said, maxPerMessage)...)
 		if m.Role == "user" {

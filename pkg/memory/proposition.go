@@ -2,7 +2,6 @@ package memory
 
 import (
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jdkato/prose/v2"
@@ -15,21 +14,30 @@ import (
 // (prose's averaged perceptron, trained on the Penn Treebank tag set, pure Go with its
 // weights embedded), not from lists of phrasings.
 
-var (
-	taggerOnce  sync.Once
-	taggerModel *prose.Model
-)
+// tagger tokenizes and tags sentences with prose's model, which it holds: loaded once by
+// newTagger (about 0.4 s and 27 MB), read only by tagging, so the concurrent extractions of
+// one extractor share it.
+type tagger struct {
+	model *prose.Model
+}
 
-// tagWords tokenizes and tags one sentence. The model loads once (about 0.3 s and 20 MB);
-// tagging itself reads it only, so concurrent extractions share it.
-func tagWords(s string) []prose.Token {
-	taggerOnce.Do(func() {
-		doc, err := prose.NewDocument("", prose.WithSegmentation(false), prose.WithExtraction(false))
-		if err == nil {
-			taggerModel = doc.Model
-		}
-	})
-	doc, err := prose.NewDocument(s, prose.UsingModel(taggerModel), prose.WithSegmentation(false), prose.WithExtraction(false))
+// newTagger loads the tagger's model.
+func newTagger() tagger {
+	doc, err := prose.NewDocument("", prose.WithSegmentation(false), prose.WithExtraction(false))
+	if err != nil {
+		// prose's weights are embedded in the binary; a nil model makes each tagging load them.
+		return tagger{}
+	}
+	return tagger{model: doc.Model}
+}
+
+// words tokenizes and tags one sentence.
+func (tg tagger) words(s string) []prose.Token {
+	opts := []prose.DocOpt{prose.WithSegmentation(false), prose.WithExtraction(false)}
+	if tg.model != nil {
+		opts = append(opts, prose.UsingModel(tg.model))
+	}
+	doc, err := prose.NewDocument(s, opts...)
 	if err != nil {
 		return nil
 	}
@@ -56,8 +64,8 @@ func isVerbTag(t string) bool { return strings.HasPrefix(t, "VB") || t == "MD" }
 
 // proposition cleans a sentence into a proposition and scores how much of a fact about the
 // speaker it is; ok is false for chit-chat and reactions.
-func proposition(s string) (text string, score int, self, ok bool) {
-	toks := tagWords(s)
+func (tg tagger) proposition(s string) (text string, score int, self, ok bool) {
+	toks := tg.words(s)
 	if len(toks) == 0 {
 		return "", 0, false, false
 	}
@@ -105,22 +113,31 @@ func proposition(s string) (text string, score int, self, ok bool) {
 	if toks[0].Tag == "VB" || first == "let" || first == "let's" || first == "please" {
 		return "", 0, false, false
 	}
-	if reactionStart[first] || first == "here" && (second == "'s" || second == "is" || second == "are") || (first == "that" || first == "it" || first == "this") && (second == "'s" || second == "is" || second == "was" || second == "sounds" || second == "looks") {
+	if view, ok := speakersView(toks); ok {
+		toks = view
+		first, second = "i", "think"
+	}
+	// A sentence that opens like a reaction but speaks of the speaker's own things ("This has
+	// been great for my mental health", "It's been my stress-buster since childhood") states
+	// a fact about the speaker.
+	mine := !listenerWord[first] && saysMine(toks[1:])
+	if !mine && reactionStart[first] || first == "here" && (second == "'s" || second == "is" || second == "are") || !mine && (first == "that" || first == "it" || first == "this") && (second == "'s" || second == "is" || second == "was" || second == "sounds" || second == "looks") {
 		return "", 0, false, false
 	}
 	toks = cutReaction(toks)
-	verbs, content, firstPerson := 0, 0, false
+	verbs, content, firstPerson, listener := 0, 0, false, false
 	var out []string
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		low := strings.ToLower(t.Text)
-		if t.Tag == "RB" && !keepAdverb[low] {
+		if t.Tag == "RB" && !keepAdverb[low] && (fillers[low] || strings.HasSuffix(low, "ly")) {
 			continue
 		}
 		if isVerbTag(t.Tag) {
 			verbs++
 		}
 		firstPerson = firstPerson || firstPersonWord[low]
+		listener = listener || listenerWord[low]
 		if fillers[low] && strings.HasPrefix(t.Tag, "JJ") && i+1 < len(toks) && strings.HasPrefix(toks[i+1].Tag, "JJ") {
 			continue
 		}
@@ -129,7 +146,9 @@ func proposition(s string) (text string, score int, self, ok bool) {
 		}
 		out = append(out, t.Text)
 	}
-	if verbs == 0 || content < 2 {
+	if verbs == 0 || content < 2 || listener {
+		// No statement, or talk with the listener ("I owe you one", "Joanna can see why
+		// you're thrilled", "Jon will get the video to you"): chit-chat, not a memory.
 		return "", 0, false, false
 	}
 	text = joinTokens(laterMentions(out))
@@ -200,11 +219,17 @@ type scored struct {
 // reaction to it.
 const maxPerMessage = 2
 
+// minOtherScore is the score a statement that does not name the speaker needs to be kept
+// ("Melanie: We explored the coast and hit some national parks" stays; "Caroline: The stories
+// were inspiring!" goes): a "we" statement with four content words, or a statement about
+// something else with seven.
+const minOtherScore = 7
+
 // userPropositions reads one user sentence: the rules' memories (profile, preferences,
 // people, events, tasks…) with their text cleaned into a proposition, or, when no rule
 // matches, the proposition itself as a fact when it is about the speaker.
-func userPropositions(s, speaker string, m Message) []scored {
-	clean, score, _, ok := proposition(s)
+func (tg tagger) userPropositions(s, speaker string, m Message) []scored {
+	clean, score, _, ok := tg.proposition(s)
 	cs := userRules(s, speaker, m)
 	if len(cs) == 0 && ok && !reRequest.MatchString(s) && !reHedge.MatchString(s) && reFirstPerson.MatchString(reOpinion.ReplaceAllString(s, "")) {
 		cat := Fact
@@ -237,6 +262,9 @@ func userPropositions(s, speaker string, m Message) []scored {
 			c.Abstract = Abstract(c.Text)
 		}
 		if !strings.Contains(c.Text, speaker) {
+			if score+bonus < minOtherScore {
+				continue // a remark that is not about the speaker and says little
+			}
 			// Whose statement it is: "Melanie: We explored nature and roasted marshmallows."
 			c.Text = speaker + ": " + c.Text
 			c.Abstract = Abstract(c.Text)
@@ -301,6 +329,9 @@ func cutReaction(toks []prose.Token) []prose.Token {
 }
 
 var firstPersonWord = wordSet(`i my me we our us myself mine ourselves`)
+
+// listenerWord are the words that speak to the listener.
+var listenerWord = wordSet(`you your yours yourself you're you've you'll you'd`)
 
 func tokenTexts(toks []prose.Token) []string {
 	out := make([]string, len(toks))
@@ -377,4 +408,50 @@ func laterMentions(toks []string) []string {
 		}
 	}
 	return toks
+}
+
+// speakersView reads a judgement with a clause ("It's amazing how basketball brings people
+// together", "It's so important to teach kids about veterans", "That's sad how …") as the
+// speaker's view: "I think it's amazing how …". A bare reaction ("It's great!") has no clause
+// and stays a reaction.
+func speakersView(toks []prose.Token) ([]prose.Token, bool) {
+	if len(toks) < 4 {
+		return nil, false
+	}
+	first := strings.ToLower(toks[0].Text)
+	if first != "it" && first != "that" {
+		return nil, false
+	}
+	i := 1
+	switch strings.ToLower(toks[i].Text) {
+	case "'s", "is", "was":
+		i++
+	default:
+		return nil, false
+	}
+	for i < len(toks) && toks[i].Tag == "RB" {
+		i++
+	}
+	if i+1 >= len(toks) || !strings.HasPrefix(toks[i].Tag, "JJ") {
+		return nil, false
+	}
+	switch strings.ToLower(toks[i+1].Text) {
+	case "how", "that", "to", "when", "seeing", "having":
+	default:
+		return nil, false
+	}
+	out := append([]prose.Token{{Text: "I", Tag: "PRP"}, {Text: "think", Tag: "VBP"}}, toks...)
+	out[2].Text = strings.ToLower(out[2].Text)
+	return out, true
+}
+
+// saysMine reports whether a sentence speaks of the speaker's own things ("my", "I", "me"):
+// "This has been great for my mental health" is about the speaker, not a reaction.
+func saysMine(toks []prose.Token) bool {
+	for _, t := range toks {
+		if firstPersonWord[strings.ToLower(t.Text)] {
+			return true
+		}
+	}
+	return false
 }

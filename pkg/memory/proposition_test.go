@@ -19,10 +19,18 @@ func TestProposition(t *testing.T) {
 		{"an imperative is no proposition", "Keep up the great work!", ""},
 		{"thanks are no proposition", "Thanks, Caroline!", ""},
 		{"a sentence without a verb is no proposition", "5 years already!", ""},
+		// Sentences no rule was written for (LoCoMo-like turns, not from its observations).
+		{"a reaction-like opening about the speaker's own things is a fact", "This has been great for my mental health.", "This has been great for my mental health."},
+		{"what something has been to the speaker is a fact", "It's been my favourite escape since college!", "It's been my favourite escape since college!"},
+		{"a judgement with a clause is the speaker's view", "It's incredible how a garden can bring neighbours together.", "I think it's incredible how a garden can bring neighbours together."},
+		{"a judgement of what to do is the speaker's view", "It's so important to teach kids about recycling.", "I think it's important to teach kids about recycling."},
+		{"a bare judgement stays a reaction", "It's so incredible!", ""},
+		{"a reaction to the listener's things stays a reaction", "That's great about your new job!", ""},
 	}
+	tg := newTagger()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, _, ok := proposition(tc.sentence)
+			got, _, _, ok := tg.proposition(tc.sentence)
 			if tc.want == "" {
 				if ok {
 					t.Errorf("proposition(%q) = %q, want none", tc.sentence, got)
@@ -33,6 +41,29 @@ func TestProposition(t *testing.T) {
 				t.Errorf("proposition(%q) = %q, %v; want %q", tc.sentence, got, ok, tc.want)
 			}
 		})
+	}
+}
+
+// TestListenerTalkIsNoProposition: what one speaker says to the other about the
+// conversation — thanks, promises, agreement, praise — is chit-chat, however it is phrased.
+func TestListenerTalkIsNoProposition(t *testing.T) {
+	tg := newTagger()
+	for _, s := range []string{
+		"I owe you one.",
+		"I'll send you the pictures tomorrow.",
+		"I can totally see why you're so proud.",
+		"I really appreciate your help with the move.",
+		"We should grab coffee when you're back in town.",
+		"I'm so happy for you and your family.",
+	} {
+		if got, _, _, ok := tg.proposition(s); ok {
+			t.Errorf("proposition(%q) = %q, want none: it speaks to the listener", s, got)
+		}
+	}
+	for _, s := range []string{"I started a pottery class with my sister.", "Our team won the regional final last week."} {
+		if _, _, _, ok := tg.proposition(s); !ok {
+			t.Errorf("proposition(%q): none, want a proposition (no listener in it)", s)
+		}
 	}
 }
 
@@ -50,5 +81,30 @@ func TestAtMostTwoStatementsPerMessage(t *testing.T) {
 		if c.Text == "" || c.Text[:7] != "Melanie" {
 			t.Errorf("memory %q is not about Melanie", c.Text)
 		}
+	}
+}
+
+// TestRemarksNotAboutTheSpeaker: a statement that does not name the speaker ("we", "our")
+// is kept only when it says something; a short remark is no memory.
+func TestRemarksNotAboutTheSpeaker(t *testing.T) {
+	h := NewHeuristic()
+	cases := []struct {
+		name, text string
+		keep       bool
+	}{
+		{"a short remark of ours about a film is no memory", "We loved the ending.", false},
+		{"a short remark of ours about the weather is no memory", "Our weather was perfect.", false},
+		{"what we did is kept", "We hiked the coastal trail and camped near the lighthouse.", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := h.Extract(t.Context(), []Message{{ID: "m1", Role: "user", Name: "Rosa", Text: tc.text}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.keep != (len(got) > 0) {
+				t.Errorf("Extract(%q) = %+v, keep %v", tc.text, got, tc.keep)
+			}
+		})
 	}
 }

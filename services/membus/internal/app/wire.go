@@ -110,8 +110,12 @@ func Extract(env *Env) (*extract.Service, error) {
 	cfg := extractConfig(env.Config)
 	m := env.Metrics("extract")
 	logger := env.Logger.With("service", "extract")
-	var extractor memory.Extractor = memory.NewHeuristic()
-	if env.Config.LLMBaseURL != "" {
+	// One extractor is built: the heuristic one loads its tagger's model (about 27 MB), and the
+	// LLM extractor holds its own heuristic fallback.
+	var extractor memory.Extractor
+	if env.Config.LLMBaseURL == "" {
+		extractor = memory.NewHeuristic()
+	} else {
 		client, err := llm.New(llm.Config{BaseURL: env.Config.LLMBaseURL, Model: env.Config.LLMModel, APIKey: env.Config.LLMAPIKey,
 			Logger: logger.With("component", "llm")}, m)
 		if err != nil {

@@ -134,12 +134,29 @@ func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 // extractedMemory is an active memory as the extraction eval sees it.
 type extractedMemory struct {
+	text    string
 	tokens  []string
 	sources []string // dia_ids
 }
 
+// extractionTraceLine is one observation's line of `--extraction --trace-out`: the
+// observation, its evidence turns, and the best memory sourced at one of them (empty when
+// none is) with its token F1, so the misses can be read and sorted offline.
+type extractionTraceLine struct {
+	Conv        string   `json:"conv"`
+	Observation string   `json:"observation"`
+	Evidence    []string `json:"evidence"`
+	Turns       []string `json:"turns"` // "speaker: text" of each evidence turn
+	Sourced     int      `json:"sourced"`
+	Best        string   `json:"best,omitempty"`
+	BestF1      float64  `json:"best_f1"`
+	Matched     bool     `json:"matched"`
+	Others      []string `json:"others,omitempty"` // the other memories sourced there
+}
+
 // scoreExtraction measures one conversation's memories against its observations.
-func scoreExtraction(c locomoConv, mems []extractedMemory) extractionCounts {
+// trace, when not nil, receives one line per observation.
+func scoreExtraction(c locomoConv, mems []extractedMemory, trace func(extractionTraceLine)) extractionCounts {
 	cnt := extractionCounts{observations: len(c.Observations), memories: len(mems)}
 	byTurn := map[string][]int{} // dia_id → memories sourced there
 	for i, m := range mems {
@@ -149,12 +166,19 @@ func scoreExtraction(c locomoConv, mems []extractedMemory) extractionCounts {
 	}
 	for _, o := range c.Observations {
 		ot := bm25Tokens(o.Text)
-		best, sourced := 0.0, false
+		best, sourced, bestAt := 0.0, false, -1
+		var at []int
 		for _, id := range o.Evidence {
 			for _, i := range byTurn[id] {
 				sourced = true
-				best = max(best, tokenF1(ot, mems[i].tokens))
+				at = append(at, i)
+				if f := tokenF1(ot, mems[i].tokens); f > best || bestAt < 0 {
+					best, bestAt = max(best, f), i
+				}
 			}
+		}
+		if trace != nil {
+			trace(c.traceLine(o, mems, at, bestAt, best))
 		}
 		if sourced {
 			cnt.sourced++
@@ -191,6 +215,25 @@ func scoreExtraction(c locomoConv, mems []extractedMemory) extractionCounts {
 	return cnt
 }
 
+// traceLine builds an observation's trace line from the memories sourced at its evidence.
+func (c locomoConv) traceLine(o locomoObservation, mems []extractedMemory, at []int, bestAt int, best float64) extractionTraceLine {
+	l := extractionTraceLine{Conv: c.ID, Observation: o.Text, Evidence: o.Evidence, Sourced: len(at), BestF1: round4(best),
+		Matched: best >= extractionMatchF1}
+	for _, id := range o.Evidence {
+		if ti, ok := c.turnIndex[id]; ok {
+			l.Turns = append(l.Turns, c.turns[ti].Speaker+": "+c.turns[ti].content())
+		}
+	}
+	for _, i := range at {
+		if i == bestAt {
+			l.Best = mems[i].text
+		} else {
+			l.Others = append(l.Others, mems[i].text)
+		}
+	}
+	return l
+}
+
 // tokenF1 is the bag-of-tokens F1 of two token lists (SQuAD's answer F1).
 func tokenF1(a, b []string) float64 {
 	if len(a) == 0 || len(b) == 0 {
@@ -216,8 +259,22 @@ func tokenF1(a, b []string) float64 {
 
 // extraction lists every conversation's active memories (digests aside: they summarise, they
 // are not extracted facts) and scores them; the last report pools every conversation.
-func (m *membusEval) extraction(ctx context.Context, extractor string) ([]extractionReport, error) {
+// trace, when not nil, receives a line per observation (--trace-out).
+func (m *membusEval) extraction(ctx context.Context, extractor string, trace io.Writer) ([]extractionReport, error) {
 	var all extractionCounts
+	var traceErr error
+	emit := func(l extractionTraceLine) {
+		b, err := json.Marshal(l)
+		if err == nil {
+			_, err = trace.Write(append(b, '\n'))
+		}
+		if err != nil && traceErr == nil {
+			traceErr = fmt.Errorf("extraction trace: %w", err)
+		}
+	}
+	if trace == nil {
+		emit = nil
+	}
 	var out []extractionReport
 	for i, c := range m.convs {
 		rows, err := m.env.Store.Memories(ctx, store.MemoryFilter{AccountID: m.account(i), UserID: m.user, ActiveOnly: true})
@@ -229,9 +286,12 @@ func (m *membusEval) extraction(ctx context.Context, extractor string) ([]extrac
 			if r.Category == "digest" {
 				continue
 			}
-			mems = append(mems, extractedMemory{tokens: bm25Tokens(r.Text), sources: r.SourceIDs()})
+			mems = append(mems, extractedMemory{text: r.Text, tokens: bm25Tokens(r.Text), sources: r.SourceIDs()})
 		}
-		cnt := scoreExtraction(c, mems)
+		cnt := scoreExtraction(c, mems, emit)
+		if traceErr != nil {
+			return nil, traceErr
+		}
 		all.merge(cnt)
 		out = append(out, cnt.report(c.ID))
 	}

@@ -47,7 +47,7 @@ func TestScoreExtraction(t *testing.T) {
 		t.Fatalf("%d observations loaded, want 7 (the one with evidence D9:9 dropped): %+v", len(c.Observations), c.Observations)
 	}
 	mem := func(text string, sources ...string) extractedMemory {
-		return extractedMemory{tokens: bm25Tokens(text), sources: sources}
+		return extractedMemory{text: text, tokens: bm25Tokens(text), sources: sources}
 	}
 	mems := []extractedMemory{
 		mem("Alice moved to Lisbon last month.", "D1:1"),        // states observation 1
@@ -58,7 +58,8 @@ func TestScoreExtraction(t *testing.T) {
 		// but that turn has fewer content tokens than the restate rule's minimum.
 		mem("My favourite food is grilled sardines, so I must visit you.", "D2:3"),
 	}
-	got := scoreExtraction(c, mems)
+	var trace []extractionTraceLine
+	got := scoreExtraction(c, mems, func(l extractionTraceLine) { trace = append(trace, l) })
 	want := extractionCounts{observations: 7, memories: 5, sourced: 4, matched: 3, nearDup: 2, restate: 0}
 	got.bestF1 = 0
 	if got != want {
@@ -67,9 +68,32 @@ func TestScoreExtraction(t *testing.T) {
 	long := c
 	long.turns = append([]locomoTurn(nil), c.turns...)
 	long.turns[c.turnIndex["D2:3"]].Text = "My favourite food is grilled sardines with lemon, olive oil, fresh bread and a cold white wine by the sea in summer."
-	r := scoreExtraction(long, []extractedMemory{mem(long.turns[c.turnIndex["D2:3"]].Text, "D2:3")})
+	r := scoreExtraction(long, []extractedMemory{mem(long.turns[c.turnIndex["D2:3"]].Text, "D2:3")}, nil)
 	if r.restate != 1 {
 		t.Errorf("a memory that is its long source turn word for word: restate %d, want 1", r.restate)
+	}
+	if len(trace) != 7 {
+		t.Fatalf("%d trace lines, want one per observation (7)", len(trace))
+	}
+	matched, sourced := 0, 0
+	for _, l := range trace {
+		if l.Matched {
+			matched++
+		}
+		if l.Sourced > 0 {
+			sourced++
+			if l.Best == "" || len(l.Turns) == 0 {
+				t.Errorf("a sourced observation's line names no best memory or turn: %+v", l)
+			}
+		} else if l.Best != "" || l.BestF1 != 0 {
+			t.Errorf("an observation with no memory at its turn has a best memory: %+v", l)
+		}
+	}
+	if matched != want.matched || sourced != want.sourced {
+		t.Errorf("trace: %d matched, %d sourced; want %d, %d", matched, sourced, want.matched, want.sourced)
+	}
+	if l := trace[0]; l.Best != "Alice moved to Lisbon last month." || l.BestF1 != 1 || len(l.Others) != 1 {
+		t.Errorf("first observation's line %+v, want the exact memory at F1 1 and its near-duplicate among the others", l)
 	}
 	rep := got.report("conv")
 	if rep.SourcedShare != 0.5714 || rep.MatchedShare != 0.4286 || rep.MemoriesPerObservation != 0.7143 || rep.NearDuplicateShare != 0.4 {

@@ -591,7 +591,16 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 		if p.llmBaseURL != "" {
 			extractor = "llm:" + p.llmModel
 		}
-		ex, err := m.extraction(ctx, extractor)
+		var trace io.Writer
+		if p.traceOut != "" {
+			f, err := os.Create(p.traceOut)
+			if err != nil {
+				return evalResult{}, err
+			}
+			defer f.Close()
+			trace = f
+		}
+		ex, err := m.extraction(ctx, extractor, trace)
 		return evalResult{extraction: ex}, err
 	}
 	start = time.Now()
@@ -680,7 +689,7 @@ func locomoCommand() *cobra.Command {
 	backend := fs.String("backend", "embedded", harness.BackendUsage)
 	exactMax := fs.Int("vector-exact-max", -1, "vector_exact_max of the membus run: 0 searches every user through the quantised index (the users here are small), to compare it with the exact search (negative: the default)")
 	explain := fs.Bool("explain", false, "also break down, per category, where recall lost each gold turn outside its top 10 (ranked 11-20, a candidate past the limit, collapsed, dropped, or no candidate with or without a memory sourced there)")
-	traceOut := fs.String("trace-out", "", "write each question's ranked-call trace (every candidate, its score parts and sources) to this file as JSON lines, to study the ranking offline")
+	traceOut := fs.String("trace-out", "", "write each question's ranked-call trace (every candidate, its score parts and sources) to this file as JSON lines, to study the ranking offline; with --extraction, each observation with the best memory sourced at its evidence and its F1")
 	extraction := fs.Bool("extraction", false, "measure the extracted memories against LoCoMo's observations (sourced, matched, duplicates, restated turns) instead of recall")
 	llmBaseURL := fs.String("llm-base-url", "", "OpenAI-compatible chat base URL to extract with (empty: the heuristic extractor, membus's default)")
 	llmModel := fs.String("llm-model", "", "its chat model (with --llm-base-url)")
