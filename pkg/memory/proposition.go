@@ -2,6 +2,7 @@ package memory
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jdkato/prose/v2"
@@ -14,28 +15,35 @@ import (
 // (prose's averaged perceptron, trained on the Penn Treebank tag set, pure Go with its
 // weights embedded), not from lists of phrasings.
 
-// tagger tokenizes and tags sentences with prose's model, which it holds: loaded once by
-// newTagger (about 0.4 s and 27 MB), read only by tagging, so the concurrent extractions of
-// one extractor share it.
+// tagger tokenizes and tags sentences with prose's model, which it holds: loaded by the first
+// tagging (about 0.4 s, 28 MB of live heap), so a process that never extracts (a recall
+// replica, an idle membus up) does not carry it; read only by tagging after that, so the
+// concurrent extractions of one extractor share it.
 type tagger struct {
+	once  sync.Once
 	model *prose.Model
 }
 
-// newTagger loads the tagger's model.
-func newTagger() tagger {
-	doc, err := prose.NewDocument("", prose.WithSegmentation(false), prose.WithExtraction(false))
-	if err != nil {
-		// prose's weights are embedded in the binary; a nil model makes each tagging load them.
-		return tagger{}
-	}
-	return tagger{model: doc.Model}
+// newTagger returns a tagger whose model loads on first use.
+func newTagger() *tagger { return &tagger{} }
+
+// loaded returns the model, loading it the first time. nil if prose cannot load its embedded
+// weights (then each tagging loads them itself: slow, never wrong).
+func (tg *tagger) loaded() *prose.Model {
+	tg.once.Do(func() {
+		doc, err := prose.NewDocument("", prose.WithSegmentation(false), prose.WithExtraction(false))
+		if err == nil {
+			tg.model = doc.Model
+		}
+	})
+	return tg.model
 }
 
 // words tokenizes and tags one sentence.
-func (tg tagger) words(s string) []prose.Token {
+func (tg *tagger) words(s string) []prose.Token {
 	opts := []prose.DocOpt{prose.WithSegmentation(false), prose.WithExtraction(false)}
-	if tg.model != nil {
-		opts = append(opts, prose.UsingModel(tg.model))
+	if model := tg.loaded(); model != nil {
+		opts = append(opts, prose.UsingModel(model))
 	}
 	doc, err := prose.NewDocument(s, opts...)
 	if err != nil {
@@ -64,7 +72,7 @@ func isVerbTag(t string) bool { return strings.HasPrefix(t, "VB") || t == "MD" }
 
 // proposition cleans a sentence into a proposition and scores how much of a fact about the
 // speaker it is; ok is false for chit-chat and reactions.
-func (tg tagger) proposition(s string) (text string, score int, self, ok bool) {
+func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) {
 	toks := tg.words(s)
 	if len(toks) == 0 {
 		return "", 0, false, false
@@ -228,7 +236,7 @@ const minOtherScore = 7
 // userPropositions reads one user sentence: the rules' memories (profile, preferences,
 // people, events, tasks…) with their text cleaned into a proposition, or, when no rule
 // matches, the proposition itself as a fact when it is about the speaker.
-func (tg tagger) userPropositions(s, speaker string, m Message) []scored {
+func (tg *tagger) userPropositions(s, speaker string, m Message) []scored {
 	clean, score, _, ok := tg.proposition(s)
 	cs := userRules(s, speaker, m)
 	if len(cs) == 0 && ok && !reRequest.MatchString(s) && !reHedge.MatchString(s) && reFirstPerson.MatchString(reOpinion.ReplaceAllString(s, "")) {
