@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 const (
@@ -73,6 +74,9 @@ func tenseOf(s string) tense {
 // "next month" is 1 June, "on May 3rd" is 3 May 2023 (the nearest May 3rd in the direction
 // the sentence's tense points), "in 2019" is 1 January 2019.
 func ResolveTime(s string, at time.Time) (time.Time, bool) {
+	if !mayNameTime(s) {
+		return time.Time{}, false
+	}
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, at.Location())
 	if g := reISODate.FindStringSubmatch(s); g != nil {
 		y, _ := strconv.Atoi(g[1])
@@ -142,6 +146,41 @@ func ResolveTime(s string, at time.Time) (time.Time, bool) {
 		return time.Date(y, 1, 1, 0, 0, 0, 0, day.Location()), true
 	}
 	return time.Time{}, false
+}
+
+// timeWords are the words of which every time expression ResolveTime reads holds one, unless it
+// holds a digit: the units (which the weekdays, "today" and "yesterday" end in), "night",
+// "tomorrow", the parts of a day and the months' whole names.
+var timeWords = []string{"day", "week", "month", "year", "night", "tomorrow", "morning", "afternoon", "evening",
+	"january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"}
+
+// mayNameTime is false when s cannot hold a time expression: ASCII without a digit or a time
+// word. It spares most sentences ResolveTime's dozen regular expressions. Outside ASCII it is
+// true (case-insensitive matching folds a few non-ASCII letters, the Kelvin sign into k).
+func mayNameTime(s string) bool {
+	var low []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= utf8.RuneSelf, c >= '0' && c <= '9':
+			return true
+		case c >= 'A' && c <= 'Z':
+			if low == nil {
+				low = []byte(s)
+			}
+			low[i] = c + 'a' - 'A'
+		}
+	}
+	text := s
+	if low != nil {
+		text = string(low)
+	}
+	for _, w := range timeWords {
+		if strings.Contains(text, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func count(word string) int {
