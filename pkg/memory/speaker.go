@@ -69,15 +69,19 @@ func thirdPerson(verb string) string {
 func ResolveSpeaker(s, speaker string) string {
 	s = strings.ReplaceAll(s, "’", "'")
 	s = reLowerI.ReplaceAllString(s, "I$1")
-	s = reIm.ReplaceAllString(s, speaker+" is")
-	s = reIve.ReplaceAllString(s, speaker+" has")
-	s = reId.ReplaceAllString(s, speaker+" would")
-	s = reIll.ReplaceAllString(s, speaker+" will")
-	s = reISubject.ReplaceAllStringFunc(s, func(m string) string {
-		g := reISubject.FindStringSubmatch(m)
-		return speaker + g[1] + " " + thirdPerson(g[2])
-	})
-	s = reI.ReplaceAllString(s, speaker)
+	if strings.Contains(s, "'") { // every contraction below holds an apostrophe
+		s = reIm.ReplaceAllString(s, speaker+" is")
+		s = reIve.ReplaceAllString(s, speaker+" has")
+		s = reId.ReplaceAllString(s, speaker+" would")
+		s = reIll.ReplaceAllString(s, speaker+" will")
+	}
+	if strings.Contains(s, "I") { // both match a capital I, case-sensitively
+		s = reISubject.ReplaceAllStringFunc(s, func(m string) string {
+			g := reISubject.FindStringSubmatch(m)
+			return speaker + g[1] + " " + thirdPerson(g[2])
+		})
+		s = reI.ReplaceAllString(s, speaker)
+	}
 	s = reMy.ReplaceAllString(s, speaker+"'s")
 	s = reMine.ReplaceAllString(s, speaker+"'s")
 	s = reMe.ReplaceAllString(s, speaker)
