@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Patterns over user sentences. Proper nouns are matched case-sensitively ([A-Z]…) so "I
@@ -127,79 +128,80 @@ func userMain(s, speaker string, m Message) (Candidate, bool) {
 	if reRequest.MatchString(s) || reHedge.MatchString(s) {
 		return Candidate{}, false
 	}
+	f := foldASCII(s)
 	mk := func(cat, attr string, pol int, value string) (Candidate, bool) {
 		return newCandidate(ScopeUser, cat, speaker, attr, pol, value, s, speaker, m), true
 	}
-	if g := reName.FindStringSubmatch(s); g != nil {
+	if g := f.find(reName, "name", "call me", "go by"); g != nil {
 		return mk(Profile, "name", 1, g[1])
 	}
-	if g := reLiveNot.FindStringSubmatch(s); g != nil {
+	if g := f.find(reLiveNot, "live"); g != nil {
 		return mk(Profile, "lives in", -1, g[1])
 	}
-	if g := reLive.FindStringSubmatch(s); g != nil {
+	if g := f.find(reLive, "live", "moved", "moving", "relocated", "living", "based"); g != nil {
 		return mk(Profile, "lives in", 1, g[1])
 	}
-	if g := reFrom.FindStringSubmatch(s); g != nil {
+	if g := f.find(reFrom, "from", "born", "grew up", "hometown"); g != nil {
 		return mk(Profile, "from", 1, g[1])
 	}
-	if g := reWorkNot.FindStringSubmatch(s); g != nil {
+	if g := f.find(reWorkNot, "work", "job"); g != nil {
 		return mk(Profile, "works at", -1, g[1])
 	}
-	if g := reWorkAs.FindStringSubmatch(s); g != nil {
+	if g := f.find(reWorkAs, "work"); g != nil {
 		return mk(Profile, "job", 1, trimObject(cutAt(g[1], " at ", " for ", " in ")))
 	}
-	if g := reWorkAt.FindStringSubmatch(s); g != nil {
+	if g := f.find(reWorkAt, "work", "job", "joined"); g != nil {
 		return mk(Profile, "works at", 1, g[1])
 	}
-	if g := reAge.FindStringSubmatch(s); g != nil {
+	if g := f.find(reAge, digits...); g != nil {
 		return mk(Profile, "age", 1, g[1]+g[2])
 	}
-	if g := reBirthday.FindStringSubmatch(s); g != nil {
+	if g := f.find(reBirthday, "birthday"); g != nil {
 		return mk(Profile, "birthday", 1, trimObject(g[1]))
 	}
-	if g := reDiet.FindStringSubmatch(s); g != nil {
+	if g := f.find(reDiet, "veg", "pescatarian", "gluten-free", "lactose", "celiac", "teetotal"); g != nil {
 		return mk(Profile, "diet", polarity(g[1] == ""), strings.ToLower(g[2]))
 	}
-	if g := reAllergy.FindStringSubmatch(s); g != nil {
+	if g := f.find(reAllergy, "allergic"); g != nil {
 		v := trimObject(g[1])
 		return mk(Profile, "allergic to "+Normalize(v), 1, v)
 	}
-	if g := reSpeak.FindStringSubmatch(s); g != nil {
+	if g := f.find(reSpeak, "speak", "fluent"); g != nil {
 		return mk(Profile, "speaks "+Normalize(g[1]), 1, g[1])
 	}
-	if g := reHasNamed.FindStringSubmatch(s); g != nil {
+	if g := f.find(reHasNamed, "named", "called"); g != nil {
 		words := strings.Fields(g[1])
 		if rel, single, ok := relation(words[len(words)-1]); ok {
 			return mk(Entity, relationSlot(rel, single, g[2]), 1, g[2])
 		}
 	}
-	if g := reRelIs.FindStringSubmatch(s); g != nil {
+	if g := f.find(reRelIs, "my"); g != nil {
 		if rel, single, ok := relation(g[1]); ok && isName(g[2]) {
 			return mk(Entity, relationSlot(rel, single, g[2]), 1, g[2])
 		}
 	}
-	if g := reIsMyRel.FindStringSubmatch(s); g != nil {
+	if g := f.find(reIsMyRel, "is my"); g != nil {
 		if rel, single, ok := relation(g[2]); ok && isName(g[1]) {
 			return mk(Entity, relationSlot(rel, single, g[1]), 1, g[1])
 		}
 	}
-	if g := reProject.FindStringSubmatch(s); g != nil {
+	if g := f.find(reProject, "called", "named"); g != nil {
 		return mk(Entity, "project "+Normalize(g[1]), 1, g[1])
 	}
-	if g := reFavorite.FindStringSubmatch(s); g != nil {
+	if g := f.find(reFavorite, "favorite", "favourite"); g != nil {
 		kind := strings.ToLower(g[1])
 		return mk(Preference, "favorite "+kind, 1, trimObject(g[2]))
 	}
-	if g := reQuit.FindStringSubmatch(s); g != nil {
+	if g := f.find(reQuit, "quit", "stopped", "gave up", "given up"); g != nil {
 		v := habitObject(g[1])
 		return mk(Preference, "habit "+Normalize(v), -1, v)
 	}
-	if g := rePrefNot.FindStringSubmatch(s); g != nil {
+	if g := f.find(rePrefNot, "like", "enjoy", "love", "fan of", "into", "gone off", "stopped"); g != nil {
 		if obj := prefObject(g[1]+g[2]+g[3]+g[4], ""); obj != "" {
 			return mk(Preference, "likes "+Normalize(obj), -1, obj)
 		}
 	}
-	if g := rePref.FindStringSubmatch(s); g != nil {
+	if g := f.find(rePref, "like", "hate", "stand", "detest", "loathe", "love", "enjoy", "prefer", "adore", "into", "fan of"); g != nil {
 		verb := strings.ToLower(g[1])
 		if obj := prefObject(g[2]+g[3], verb); obj != "" {
 			pol := 1
@@ -210,18 +212,21 @@ func userMain(s, speaker string, m Message) (Candidate, bool) {
 			return mk(Preference, "likes "+Normalize(obj), pol, obj)
 		}
 	}
-	if g := reHabit.FindStringSubmatch(s); g != nil && !notHabitVerb[firstWord(g[2])] {
+	if g := f.find(reHabit, "usually", "always", "often", "normally", "generally", "typically", "regularly", "never", "rarely", "seldom", "tend to"); g != nil && !notHabitVerb[firstWord(g[2])] {
 		v := habitObject(g[2])
 		adv := strings.ToLower(g[1])
 		return mk(Preference, "habit "+Normalize(v), polarity(adv != "never" && adv != "rarely" && adv != "seldom"), v)
 	}
-	for _, re := range []*regexp.Regexp{reEveryFirst, reEveryLast} {
-		if g := re.FindStringSubmatch(s); g != nil && !notHabitVerb[firstWord(g[1])] && !rePastMarker.MatchString(firstWord(g[1])) {
+	for _, re := range []struct {
+		re    *regexp.Regexp
+		words []string
+	}{{reEveryFirst, []string{"day", "morning", "evening", "night", "week"}}, {reEveryLast, []string{"every", "each"}}} {
+		if g := f.find(re.re, re.words...); g != nil && !notHabitVerb[firstWord(g[1])] && !rePastMarker.MatchString(firstWord(g[1])) {
 			v := trimObject(g[1])
 			return mk(Preference, "habit "+Normalize(v), 1, v)
 		}
 	}
-	if g := reIAmA.FindStringSubmatch(s); g != nil {
+	if g := f.find(reIAmA, "i'm", "i am"); g != nil {
 		v := trimObject(cutAt(g[2], " at ", " for ", " in ", " with ", " who ", " and "))
 		pol := polarity(g[1] == "")
 		if reJobWord.MatchString(v) {
@@ -229,23 +234,23 @@ func userMain(s, speaker string, m Message) (Candidate, bool) {
 		}
 		return mk(Profile, "is "+Normalize(v), pol, v)
 	}
-	if g := reMyIs.FindStringSubmatch(s); g != nil {
+	if g := f.find(reMyIs, "my"); g != nil {
 		attr := strings.ToLower(strings.TrimSpace(g[1]))
 		if attr != "name" && len(strings.Fields(attr)) <= 3 {
 			return mk(Entity, attr, 1, trimObject(g[2]))
 		}
 	}
-	if reDecision.MatchString(s) {
+	if f.has("decided", "agreed", "chose", "settled on", "opted", "go with", "going with", "sticking with", "let's", "decision") && reDecision.MatchString(s) {
 		return mk(Decision, "", 1, trimObject(s))
 	}
-	if g := reTask.FindStringSubmatch(s); g != nil {
+	if g := f.find(reTask, "remind", "need to", "have to", "must", "got to", "gotta", "should", "forget to", "todo", "to-do", "to do", "task"); g != nil {
 		return mk(Task, "", 1, trimObject(reTrailTime.ReplaceAllString(trimObject(g[1]+g[2]), "")))
 	}
 	_, dated := ResolveTime(s, m.CreatedAt)
 	if dated && reFirstPerson.MatchString(s) {
 		return mk(Event, "", 1, trimObject(s))
 	}
-	if g := reIntent.FindStringSubmatch(s); g != nil {
+	if g := f.find(reIntent, "plan", "going to", "want to", "like to", "will", "'ll", "hope to"); g != nil {
 		return mk(Task, "", 1, trimObject(g[1]))
 	}
 	// An opinion ("I think the second option is better") is about the conversation, not the
@@ -254,6 +259,56 @@ func userMain(s, speaker string, m Message) (Candidate, bool) {
 		return mk(Fact, "", 1, trimObject(s))
 	}
 	return Candidate{}, false
+}
+
+// folded is a sentence lower-cased, to skip an expression whose every match holds one of a few
+// words when the sentence holds none of them. Outside ASCII nothing is skipped:
+// case-insensitive matching folds a few other letters into ASCII ones (the Kelvin sign into k).
+type folded struct {
+	orig, low string
+	ascii     bool
+}
+
+func foldASCII(s string) folded {
+	var low []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			return folded{orig: s}
+		case c >= 'A' && c <= 'Z':
+			if low == nil {
+				low = []byte(s)
+			}
+			low[i] = c + 'a' - 'A'
+		}
+	}
+	if low == nil {
+		return folded{orig: s, low: s, ascii: true}
+	}
+	return folded{orig: s, low: string(low), ascii: true}
+}
+
+// has reports whether the sentence may hold one of words (lower-case): always outside ASCII.
+func (f folded) has(words ...string) bool {
+	if !f.ascii {
+		return true
+	}
+	for _, w := range words {
+		if strings.Contains(f.low, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// find is re's submatches in the sentence, nil without running re when the sentence holds none
+// of words, of which each of re's matches holds one.
+func (f folded) find(re *regexp.Regexp, words ...string) []string {
+	if !f.has(words...) {
+		return nil
+	}
+	return re.FindStringSubmatch(f.orig)
 }
 
 // valueFirst reads a sentence that names the value before the slot — "Blue is my favorite

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 const (
@@ -154,33 +153,14 @@ func ResolveTime(s string, at time.Time) (time.Time, bool) {
 var timeWords = []string{"day", "week", "month", "year", "night", "tomorrow", "morning", "afternoon", "evening",
 	"january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"}
 
+// digits are what an expression holding a number holds one of.
+var digits = []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+
 // mayNameTime is false when s cannot hold a time expression: ASCII without a digit or a time
-// word. It spares most sentences ResolveTime's dozen regular expressions. Outside ASCII it is
-// true (case-insensitive matching folds a few non-ASCII letters, the Kelvin sign into k).
+// word. It spares most sentences ResolveTime's dozen regular expressions.
 func mayNameTime(s string) bool {
-	var low []byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= utf8.RuneSelf, c >= '0' && c <= '9':
-			return true
-		case c >= 'A' && c <= 'Z':
-			if low == nil {
-				low = []byte(s)
-			}
-			low[i] = c + 'a' - 'A'
-		}
-	}
-	text := s
-	if low != nil {
-		text = string(low)
-	}
-	for _, w := range timeWords {
-		if strings.Contains(text, w) {
-			return true
-		}
-	}
-	return false
+	f := foldASCII(s)
+	return f.has(digits...) || f.has(timeWords...)
 }
 
 func count(word string) int {
