@@ -73,11 +73,12 @@ func tenseOf(s string) tense {
 // "next month" is 1 June, "on May 3rd" is 3 May 2023 (the nearest May 3rd in the direction
 // the sentence's tense points), "in 2019" is 1 January 2019.
 func ResolveTime(s string, at time.Time) (time.Time, bool) {
-	if !mayNameTime(s) {
+	f := foldASCII(s) // each expression runs only when s holds one of the words its every match holds
+	if !f.has(digits...) && !f.has(timeWords...) {
 		return time.Time{}, false
 	}
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, at.Location())
-	if g := reISODate.FindStringSubmatch(s); g != nil {
+	if g := f.find(reISODate, digits...); g != nil {
 		y, _ := strconv.Atoi(g[1])
 		m, _ := strconv.Atoi(g[2])
 		d, _ := strconv.Atoi(g[3])
@@ -86,53 +87,53 @@ func ResolveTime(s string, at time.Time) (time.Time, bool) {
 		}
 	}
 	switch {
-	case reDayBefore.MatchString(s):
+	case f.has("day before yesterday") && reDayBefore.MatchString(s):
 		return day.AddDate(0, 0, -2), true
-	case reDayAfter.MatchString(s):
+	case f.has("day after tomorrow") && reDayAfter.MatchString(s):
 		return day.AddDate(0, 0, 2), true
-	case reYesterday.MatchString(s):
+	case f.has("yesterday", "last night") && reYesterday.MatchString(s):
 		return day.AddDate(0, 0, -1), true
-	case reTomorrow.MatchString(s):
+	case f.has("tomorrow") && reTomorrow.MatchString(s):
 		return day.AddDate(0, 0, 1), true
-	case reToday.MatchString(s):
+	case f.has("today", "tonight", "this morning", "this afternoon", "this evening") && reToday.MatchString(s):
 		return day, true
 	}
-	if g := reAgo.FindStringSubmatch(s); g != nil {
+	if g := f.find(reAgo, "ago"); g != nil {
 		return offset(day, count(g[1]), g[2], -1), true
 	}
-	if g := reFromNow.FindStringSubmatch(s); g != nil {
+	if g := f.find(reFromNow, "from now"); g != nil {
 		return offset(day, count(g[1]), g[2], 1), true
 	}
-	if g := reIn.FindStringSubmatch(s); g != nil {
+	if g := f.find(reIn, "in "); g != nil {
 		return offset(day, count(g[1]), g[2], 1), true
 	}
-	if reThisWeekend.MatchString(s) {
+	if f.has("weekend") && reThisWeekend.MatchString(s) {
 		d := int(time.Saturday - day.Weekday())
 		if day.Weekday() == time.Sunday {
 			d = 0
 		}
 		return day.AddDate(0, 0, d), true
 	}
-	if g := reRelDay.FindStringSubmatch(s); g != nil {
+	if g := f.find(reRelDay, "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"); g != nil {
 		return relativeWeekday(day, strings.ToLower(g[1]), weekdays[strings.ToLower(g[2])], tenseOf(s)), true
 	}
-	if g := reMonthDay.FindStringSubmatch(s); g != nil {
+	if g := f.find(reMonthDay, digits...); g != nil {
 		if t, ok := monthDay(day, g[1], g[2], g[3], tenseOf(s)); ok {
 			return t, true
 		}
 	}
-	if g := reDayMonth.FindStringSubmatch(s); g != nil {
+	if g := f.find(reDayMonth, digits...); g != nil {
 		if t, ok := monthDay(day, g[2], g[1], g[3], tenseOf(s)); ok {
 			return t, true
 		}
 	}
-	if g := reLastUnit.FindStringSubmatch(s); g != nil {
+	if g := f.find(reLastUnit, "last", "past", "previous"); g != nil {
 		return shift(day, strings.ToLower(g[1]), -1), true
 	}
-	if g := reNextUnit.FindStringSubmatch(s); g != nil {
+	if g := f.find(reNextUnit, "next", "coming"); g != nil {
 		return shift(day, strings.ToLower(g[1]), 1), true
 	}
-	if g := reInMonth.FindStringSubmatch(s); g != nil {
+	if g := f.find(reInMonth, monthWords...); g != nil {
 		m := months[strings.ToLower(g[1])[:reMonthPrefixLen]]
 		if g[2] != "" {
 			y, _ := strconv.Atoi(g[2])
@@ -140,7 +141,7 @@ func ResolveTime(s string, at time.Time) (time.Time, bool) {
 		}
 		return nearest(day, func(y int) time.Time { return time.Date(y, m, 1, 0, 0, 0, 0, day.Location()) }, tenseOf(s), true), true
 	}
-	if g := reInYear.FindStringSubmatch(s); g != nil {
+	if g := f.find(reInYear, digits...); g != nil {
 		y, _ := strconv.Atoi(g[1])
 		return time.Date(y, 1, 1, 0, 0, 0, 0, day.Location()), true
 	}
@@ -150,18 +151,14 @@ func ResolveTime(s string, at time.Time) (time.Time, bool) {
 // timeWords are the words of which every time expression ResolveTime reads holds one, unless it
 // holds a digit: the units (which the weekdays, "today" and "yesterday" end in), "night",
 // "tomorrow", the parts of a day and the months' whole names.
-var timeWords = []string{"day", "week", "month", "year", "night", "tomorrow", "morning", "afternoon", "evening",
-	"january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"}
+var timeWords = append([]string{"day", "week", "month", "year", "night", "tomorrow", "morning", "afternoon", "evening"}, monthWords...)
+
+// monthWords are the months' whole names.
+var monthWords = []string{"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+	"november", "december"}
 
 // digits are what an expression holding a number holds one of.
 var digits = []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
-
-// mayNameTime is false when s cannot hold a time expression: ASCII without a digit or a time
-// word. It spares most sentences ResolveTime's dozen regular expressions.
-func mayNameTime(s string) bool {
-	f := foldASCII(s)
-	return f.has(digits...) || f.has(timeWords...)
-}
 
 func count(word string) int {
 	if n, ok := numbers[strings.ToLower(word)]; ok {
