@@ -336,6 +336,9 @@ func valueFirst(s, speaker string, m Message) (Candidate, bool) {
 // relationMentions finds the people and pets a sentence names by their relation to the
 // speaker: "my sister Anna", "Bob, my manager".
 func relationMentions(s, speaker string, m Message) []Candidate {
+	if !foldASCII(s).has("my") { // every match of reRelAppos holds it
+		return nil
+	}
 	var out []Candidate
 	for _, g := range reRelAppos.FindAllStringSubmatch(s, -1) {
 		rel, single, ok := relation(g[1])

@@ -251,6 +251,10 @@ func (tg *tagger) userPropositions(s, speaker string, m Message) []scored {
 		aside[r.Attribute+"\x00"+r.Text] = true
 	}
 	var out []scored
+	resolved := "" // the sentence with the speaker resolved, once for all the candidates
+	if ok && len(cs) > 0 {
+		resolved = ResolveSpeaker(s, speaker)
+	}
 	for _, c := range cs {
 		if aside[c.Attribute+"\x00"+c.Text] {
 			out = append(out, scored{c: c, aside: true})
@@ -265,7 +269,7 @@ func (tg *tagger) userPropositions(s, speaker string, m Message) []scored {
 				continue // chit-chat the rules took for a statement; "Remind me to …" stays a task
 			}
 		}
-		if ok && c.Text == ResolveSpeaker(s, speaker) {
+		if ok && c.Text == resolved {
 			c.Text = ResolveSpeaker(clean, speaker)
 			c.Abstract = Abstract(c.Text)
 		}
