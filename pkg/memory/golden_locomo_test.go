@@ -1,3 +1,5 @@
+//go:build extractgolden
+
 package memory_test
 
 import (
@@ -14,12 +16,16 @@ import (
 
 // The extractor's every output over LoCoMo's conversations (each session extracted twice, each
 // speaker once the user), with ResolveTime and ResolveSpeaker over every sentence, against a
-// golden file: a performance change must not change one byte. MEMBUS_LOCOMO names the LoCoMo
-// JSON file, MEMBUS_EXTRACT_GOLDEN the golden file (written when it does not exist yet).
+// golden file: a performance change must not change one byte. A tool for such a change, not a
+// CI test (LoCoMo lives outside the repository): record the golden with the code before the
+// change, then compare after it:
+//
+//	MEMBUS_LOCOMO=../shared/data/locomo/locomo-dev.json MEMBUS_EXTRACT_GOLDEN=/tmp/golden.jsonl \
+//	  go test -tags extractgolden -run TestExtractGoldenLoCoMo ./memory/
 func TestExtractGoldenLoCoMo(t *testing.T) {
 	data, golden := os.Getenv("MEMBUS_LOCOMO"), os.Getenv("MEMBUS_EXTRACT_GOLDEN")
 	if data == "" || golden == "" {
-		t.Skip("MEMBUS_LOCOMO and MEMBUS_EXTRACT_GOLDEN unset")
+		t.Fatal("set MEMBUS_LOCOMO (the LoCoMo JSON file) and MEMBUS_EXTRACT_GOLDEN (the golden file to write, then to compare with)")
 	}
 	raw, err := os.ReadFile(data)
 	if err != nil {
@@ -85,8 +91,7 @@ func TestExtractGoldenLoCoMo(t *testing.T) {
 		if err := os.WriteFile(golden, out.Bytes(), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("wrote %s (%d bytes)", golden, out.Len())
-		return
+		t.Skipf("recorded %s (%d bytes): run again after the change to compare", golden, out.Len())
 	}
 	if err != nil {
 		t.Fatal(err)
