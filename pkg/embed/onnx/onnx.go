@@ -185,6 +185,16 @@ func (e *Embedder) open(path string, threads int) error {
 		return fmt.Errorf("onnx embedder: session options: %w", err)
 	}
 	defer func() { _ = so.Destroy() }() // freeing native memory; nothing to do if it fails
+	// ONNX Runtime's intra-op threads spin between operators by default: on a few shared
+	// cores that spinning takes CPU from the recall around the run (and from other
+	// processes) and a descheduled spinner stalls the next operator. A query is a hundred
+	// small operators, so they sleep instead. The arithmetic is the same.
+	if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
+		return fmt.Errorf("onnx embedder: spinning: %w", err)
+	}
+	if err := so.AddSessionConfigEntry("session.inter_op.allow_spinning", "0"); err != nil {
+		return fmt.Errorf("onnx embedder: spinning: %w", err)
+	}
 	if threads > 0 {
 		if err := so.SetIntraOpNumThreads(threads); err != nil {
 			return fmt.Errorf("onnx embedder: threads: %w", err)

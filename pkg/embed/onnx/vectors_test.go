@@ -1,0 +1,92 @@
+package onnx
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// vectorTexts are embedded one at a time (EmbedQuery) and together (Embed, in batches
+// of 3 so that batches mix lengths) for TestONNXVectorsUnchanged.
+var vectorTexts = []string{
+	"What did Caroline do at the LGBTQ support group?",
+	"When did Melanie paint a sunrise?",
+	"hi",
+	"Café naïve résumé — don't!",
+	"A considerably longer sentence about the weather in the mountains during the late autumn months of the year, when the first snow falls on the passes and the huts close.",
+	"Jon lost his job as a banker and decided to open a dance studio.",
+	"",
+}
+
+type recordedVectors struct {
+	Model string      `json:"model"`
+	Query [][]float32 `json:"query"` // EmbedQuery, one text per call
+	Batch [][]float32 `json:"batch"` // Embed, all texts in one call
+}
+
+// TestONNXVectorsUnchanged: the vectors match those recorded in testdata (within 1e-4 per
+// component) for the model under test, one text per call and batched: a change to the
+// run path (threads, tensors, pooling) must not change what the model returns.
+// MEMBUS_RECORD_VECTORS=1 records them anew.
+func TestONNXVectorsUnchanged(t *testing.T) {
+	e := openModel(t, WithBatch(3))
+	ctx := context.Background()
+	var got recordedVectors
+	got.Model = e.Model()
+	for _, s := range vectorTexts {
+		v, err := e.EmbedQuery(ctx, []string{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Query = append(got.Query, v[0])
+	}
+	b, err := e.Embed(ctx, vectorTexts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Batch = b
+	path := filepath.Join("testdata", e.id+".vectors.json")
+	if os.Getenv("MEMBUS_RECORD_VECTORS") != "" {
+		out, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	raw, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		t.Skipf("no vectors recorded for %s in %s (MEMBUS_RECORD_VECTORS=1 records them)", e.Model(), path)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want recordedVectors
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want [][]float32
+	}{{"one text per call", got.Query, want.Query}, {"batched", got.Batch, want.Batch}} {
+		if len(c.got) != len(c.want) {
+			t.Fatalf("%s: %d vectors, recorded %d", c.name, len(c.got), len(c.want))
+		}
+		for i := range c.got {
+			if len(c.got[i]) != len(c.want[i]) {
+				t.Fatalf("%s %q: dim %d, recorded %d", c.name, vectorTexts[i], len(c.got[i]), len(c.want[i]))
+			}
+			for k := range c.got[i] {
+				if d := math.Abs(float64(c.got[i][k] - c.want[i][k])); d > 1e-4 {
+					t.Errorf("%s %q dim %d = %.6f, recorded %.6f", c.name, vectorTexts[i], k, c.got[i][k], c.want[i][k])
+					break
+				}
+			}
+		}
+	}
+}
