@@ -44,6 +44,25 @@ func openModel(t testing.TB, opts ...Option) *Embedder {
 	return e
 }
 
+// optInModelDir returns the directory of an opt-in model of scripts/model.sh: the one the env
+// var names, else the repository's data/models-<id> (where .ci/run puts it). Without it the
+// test skips outside CI and fails in CI.
+func optInModelDir(t testing.TB, env, id string) string {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "data", "models-"+id)
+	}
+	if !Present(dir) {
+		why := fmt.Sprintf("no %s model in %s: `MEMBUS_MODEL=%s MEMBUS_MODEL_DIR=%s make model` (or %s=DIR) runs this test", id, dir, id, dir, env)
+		if testenv.InCI() {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	return dir
+}
+
 func TestNewONNXMissingModel(t *testing.T) {
 	_, err := New(t.TempDir())
 	if !errors.Is(err, ErrNoModel) {
@@ -345,18 +364,7 @@ func TestONNXPromptedModels(t *testing.T) {
 		{"MEMBUS_TEST_BGE_MODEL_DIR", "bge-small-en-v1.5-int8", "Represent this sentence for searching relevant passages: "},
 	} {
 		t.Run(m.id, func(t *testing.T) {
-			dir := os.Getenv(m.env)
-			if dir == "" {
-				dir = filepath.Join("..", "..", "..", "data", "models-"+m.id)
-			}
-			if !Present(dir) {
-				why := fmt.Sprintf("no %s model in %s: `MEMBUS_MODEL=%s MEMBUS_MODEL_DIR=%s make model` (or %s=DIR) runs this test", m.id, dir, m.id, dir, m.env)
-				if testenv.InCI() {
-					t.Fatal(why)
-				}
-				t.Skip(why)
-			}
-			e, err := New(dir)
+			e, err := New(optInModelDir(t, m.env, m.id))
 			if err != nil {
 				t.Fatal(err)
 			}
