@@ -235,6 +235,14 @@ type scored struct {
 // reaction to it.
 const maxPerMessage = 2
 
+// bareSubject are the pronouns that, opening a memory, leave it saying little on its own:
+// "They offered Melanie a scholarship", "It has been Melanie's favourite escape" — who or what
+// was in the sentence before. Such a statement gives way to one that names its subject:
+// pronounSubjectCost is taken off its score.
+var bareSubject = wordSet(`it this that they these those`)
+
+const pronounSubjectCost = 4
+
 // minOtherScore is the score a statement that does not name the speaker needs to be kept
 // ("Melanie: We explored the coast and hit some national parks" stays; "Caroline: The stories
 // were inspiring!" goes): a "we" statement with four content words, or a statement about
@@ -246,6 +254,7 @@ const minOtherScore = 7
 // matches, the proposition itself as a fact when it is about the speaker.
 func (tg *tagger) userPropositions(s, speaker string, m Message) []scored {
 	clean, score, _, ok := tg.proposition(s)
+	pronounSubject := ok && bareSubject[strings.ToLower(firstWord(clean))]
 	cs := userRules(s, speaker, m)
 	if len(cs) == 0 && ok && !reRequest.MatchString(s) && !reHedge.MatchString(s) && reFirstPerson.MatchString(reOpinion.ReplaceAllString(s, "")) {
 		cat := Fact
@@ -288,6 +297,9 @@ func (tg *tagger) userPropositions(s, speaker string, m Message) []scored {
 			// Whose statement it is: "Melanie: We explored nature and roasted marshmallows."
 			c.Text = speaker + ": " + c.Text
 			c.Abstract = Abstract(c.Text)
+		}
+		if pronounSubject {
+			bonus -= pronounSubjectCost
 		}
 		out = append(out, scored{c: c, score: score + bonus})
 	}

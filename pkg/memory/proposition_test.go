@@ -1,6 +1,9 @@
 package memory
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestProposition(t *testing.T) {
 	cases := []struct {
@@ -116,6 +119,46 @@ func TestRemarksNotAboutTheSpeaker(t *testing.T) {
 			}
 			if tc.keep != (len(got) > 0) {
 				t.Errorf("Extract(%q) = %+v, keep %v", tc.text, got, tc.keep)
+			}
+		})
+	}
+}
+
+// TestWhichStatementsAMessageKeeps: of a message's statements, the two kept name their
+// subject; one whose subject is a bare pronoun ("It was …", "They are …") says least on its own.
+func TestWhichStatementsAMessageKeeps(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string // substrings of the kept memories, in order
+	}{
+		{"a statement about 'they' gives way to ones naming the speaker",
+			"They offered me a full scholarship at the art school. I visited my grandmother in Vermont. I brought her homemade apple pie.",
+			[]string{"Melanie visited", "Melanie brought"}},
+		{"a statement about 'it' gives way too",
+			"It has been my favourite escape since college, that old lake cabin. I repainted the porch in June. I planted tomatoes by the fence.",
+			[]string{"Melanie repainted", "Melanie planted"}},
+		{"a pronoun statement stays when the message has nothing better",
+			"I adopted a rescue greyhound from the shelter. They gave me her vaccination records and a new collar.",
+			[]string{"Melanie adopted", "They gave"}},
+	}
+	h := NewHeuristic()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := h.Extract(t.Context(), []Message{{ID: "m1", Role: "user", Name: "Melanie", Text: tc.text}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var texts []string
+			for _, c := range got {
+				texts = append(texts, c.Text)
+			}
+			if len(texts) != len(tc.want) {
+				t.Fatalf("kept %q, want %d memories holding %q", texts, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(texts[i], w) {
+					t.Errorf("memory %d is %q, want it to hold %q", i, texts[i], w)
+				}
 			}
 		})
 	}
