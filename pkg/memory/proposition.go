@@ -491,8 +491,9 @@ func finiteVerbBefore(toks []prose.Token, sep string) bool {
 // laterMentions turns the second and later first-person words into the neutral third person,
 // so the speaker's name is said once: "I took my kids to see my mom" is "Melanie took their
 // kids to see their mom", not "Melanie's kids … Melanie's mom"; "I was nervous, but I was
-// ready" is "Jon was nervous, but they were ready", the verb agreeing. A later "I" stays the
-// speaker after a first "my" ("My wife and I were …": "they" would be both of them).
+// ready" is "Jon was nervous, but they were ready", the verb agreeing. A later "I" is "they"
+// only when the first mention was "I" too: after "my" or "me" it would read as someone else
+// ("My wife and I were …", "They always support me, even when I make mistakes").
 func laterMentions(toks []string) []string {
 	first := ""
 	for i, t := range toks {
@@ -514,7 +515,7 @@ func laterMentions(toks []string) []string {
 		case "mine":
 			toks[i] = "theirs"
 		case "i":
-			if first != "my" && first != "mine" {
+			if first == "i" {
 				toks[i] = "they"
 				if i+1 < len(toks) {
 					toks[i+1] = pluralVerb(toks[i+1])

@@ -19,7 +19,7 @@ func TestProposition(t *testing.T) {
 		{"the speaker is named once", "I took my kids to see my mom.", "I took their kids to see their mom."},
 		{"a later I is they, its verb agreeing", "I was nervous at first, but I was ready and I'm proud of it.", "I was nervous at first, but they were ready and they are proud of it."},
 		{"a later I after an adverb agrees too", "I think I really am getting better at painting.", "I think they are getting better at painting."},
-		{"a later I after me is they", "It made me realize I've grown a lot.", "It made me realize they have grown a lot."},
+		{"a later I after me stays the speaker: they would be someone else", "They always support me, even when I make mistakes.", "They always support me, even when I make mistakes."},
 		{"an I after my is the speaker: they would be both", "My wife and I were road tripping on the coast.", "My wife and I were road tripping on the coast."},
 		{"contractions are written out", "I'm sure we're ready, and I've packed.", "I am sure we are ready, and they have packed."},
 		{"a has-'s before a participle is has, a possessive stays", "My sister's been helping at Anna's bakery.", "My sister has been helping at Anna's bakery."},
