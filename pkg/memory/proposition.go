@@ -386,7 +386,7 @@ func written(toks []prose.Token, i int) []string {
 		return []string{t.Text[:1] + "ill"}
 	case colloquial[low] != nil:
 		return colloquial[low]
-	case low == "'s" && t.Tag != "VBZ" && !(i+1 < len(toks) && strings.EqualFold(toks[i+1].Text, "been")):
+	case low == "'s" && t.Tag != "VBZ" && (i+1 == len(toks) || !strings.EqualFold(toks[i+1].Text, "been")):
 		return []string{t.Text} // a possessive ("Anna's bakery"; "Anna's been" is "has been")
 	}
 	if full := clitic(low, toks, i); full != "" {
