@@ -107,6 +107,14 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 	for len(toks) > 0 && (toks[0].Tag == "UH" || discourse[strings.ToLower(toks[0].Text)]) && len(toks) > 1 && toks[1].Tag != "VBZ" && toks[1].Tag != "VBD" {
 		toks = toks[1:]
 	}
+	// A connective to the sentence before ("But …", "And then …", "So …"): the memory stands
+	// alone.
+	for len(toks) > 1 && (toks[0].Tag == "CC" || (toks[0].Tag == "RB" || toks[0].Tag == "IN") && connective[strings.ToLower(toks[0].Text)]) {
+		toks = toks[1:]
+		if toks[0].Text == "," {
+			toks = toks[1:]
+		}
+	}
 	toks = impliedSubject(toks)
 	if len(toks) < 3 {
 		return "", 0, false, false
@@ -152,7 +160,7 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 		if strings.HasPrefix(t.Tag, "NN") || strings.HasPrefix(t.Tag, "VB") && !isAux(low) || t.Tag == "CD" || strings.HasPrefix(t.Tag, "JJ") {
 			content++
 		}
-		out = append(out, t.Text)
+		out = append(out, written(toks, i)...)
 	}
 	if verbs == 0 || content < 2 || listener {
 		// No statement, or talk with the listener ("I owe you one", "Joanna can see why
@@ -227,6 +235,14 @@ type scored struct {
 // reaction to it.
 const maxPerMessage = 2
 
+// bareSubject are the pronouns that, opening a memory, leave it saying little on its own:
+// "They offered Melanie a scholarship", "It has been Melanie's favourite escape" — who or what
+// was in the sentence before. Such a statement gives way to one that names its subject:
+// pronounSubjectCost is taken off its score.
+var bareSubject = wordSet(`it this that they these those`)
+
+const pronounSubjectCost = 4
+
 // minOtherScore is the score a statement that does not name the speaker needs to be kept
 // ("Melanie: We explored the coast and hit some national parks" stays; "Caroline: The stories
 // were inspiring!" goes): a "we" statement with four content words, or a statement about
@@ -238,6 +254,7 @@ const minOtherScore = 7
 // matches, the proposition itself as a fact when it is about the speaker.
 func (tg *tagger) userPropositions(s, speaker string, m Message) []scored {
 	clean, score, _, ok := tg.proposition(s)
+	pronounSubject := ok && bareSubject[strings.ToLower(firstWord(clean))]
 	cs := userRules(s, speaker, m)
 	if len(cs) == 0 && ok && !reRequest.MatchString(s) && !reHedge.MatchString(s) && reFirstPerson.MatchString(reOpinion.ReplaceAllString(s, "")) {
 		cat := Fact
@@ -280,6 +297,9 @@ func (tg *tagger) userPropositions(s, speaker string, m Message) []scored {
 			// Whose statement it is: "Melanie: We explored nature and roasted marshmallows."
 			c.Text = speaker + ": " + c.Text
 			c.Abstract = Abstract(c.Text)
+		}
+		if pronounSubject {
+			bonus -= pronounSubjectCost
 		}
 		out = append(out, scored{c: c, score: score + bonus})
 	}
@@ -345,6 +365,77 @@ var firstPersonWord = wordSet(`i my me we our us myself mine ourselves`)
 // listenerWord are the words that speak to the listener.
 var listenerWord = wordSet(`you your yours yourself you're you've you'll you'd`)
 
+// written spells out a contraction, so that a memory reads as written prose: "it's been" is
+// "it has been", "we're" is "we are", "can't" is "cannot", "I'd seen" is "I had seen"; a
+// possessive "'s" stays. The tagger splits "'s", "'re", "'m", "'ll" and "n't" off their word
+// and keeps "I've", "I'd", "they've" whole.
+func written(toks []prose.Token, i int) []string {
+	t := toks[i]
+	low := strings.ToLower(t.Text)
+	if k := strings.IndexByte(low, '\''); k > 0 {
+		if full := clitic(low[k:], toks, i); full != "" && full != "is" && full != "has" && full != "not" {
+			return []string{t.Text[:k], full}
+		}
+	}
+	switch {
+	case low == "ca" && i+1 < len(toks) && toks[i+1].Text == "n't":
+		return []string{t.Text[:1] + "annot"}
+	case low == "n't" && i > 0 && strings.EqualFold(toks[i-1].Text, "ca"):
+		return nil // said by the "cannot" before it
+	case low == "wo" && i+1 < len(toks) && toks[i+1].Text == "n't":
+		return []string{t.Text[:1] + "ill"}
+	case colloquial[low] != nil:
+		return colloquial[low]
+	case low == "'s" && t.Tag != "VBZ" && (i+1 == len(toks) || !strings.EqualFold(toks[i+1].Text, "been")):
+		return []string{t.Text} // a possessive ("Anna's bakery"; "Anna's been" is "has been")
+	}
+	if full := clitic(low, toks, i); full != "" {
+		return []string{full}
+	}
+	return []string{t.Text}
+}
+
+// colloquial are the spoken forms a memory writes out.
+var colloquial = map[string][]string{"gonna": {"going", "to"}, "wanna": {"want", "to"}, "gotta": {"have", "to"}}
+
+// connective are the adverbs that tie a sentence to the one before it.
+var connective = wordSet(`so then also anyway anyways plus besides`)
+
+// clitic is the word a contracted ending stands for ("'re" → "are"), "" for none; "'s" and
+// "'d" before a participle are "has" and "had".
+func clitic(end string, toks []prose.Token, i int) string {
+	participle := false
+	for j := i + 1; j < len(toks); j++ {
+		if toks[j].Tag != "RB" {
+			participle = toks[j].Tag == "VBN"
+			break
+		}
+	}
+	switch end {
+	case "'s":
+		if participle {
+			return "has"
+		}
+		return "is"
+	case "'d":
+		if participle {
+			return "had"
+		}
+		return "would"
+	case "'re":
+		return "are"
+	case "'m":
+		return "am"
+	case "'ve":
+		return "have"
+	case "'ll":
+		return "will"
+	case "n't":
+		return "not"
+	}
+	return ""
+}
+
 func tokenTexts(toks []prose.Token) []string {
 	out := make([]string, len(toks))
 	for i, t := range toks {
@@ -356,7 +447,8 @@ func tokenTexts(toks []prose.Token) []string {
 // impliedSubject puts back the "I" a chatty sentence leaves out: "Been busy volunteering" is
 // "I've been busy volunteering", "Just started doing aerial yoga" is "I started …",
 // "Researching adoption agencies" is "I'm researching …". A gerund that is the subject
-// ("Painting's a fun way …", "Seeing her smile made my day") is left alone.
+// ("Painting's a fun way …", "Seeing her smile made my day") is left alone. "Can't wait to
+// see them" is "I can't wait …".
 func impliedSubject(toks []prose.Token) []prose.Token {
 	if len(toks) < 2 {
 		return toks
@@ -366,6 +458,8 @@ func impliedSubject(toks []prose.Token) []prose.Token {
 	switch {
 	case strings.EqualFold(toks[0].Text, "been"):
 		add = []prose.Token{{Text: "I", Tag: "PRP"}, {Text: "'ve", Tag: "VBP"}}
+	case (strings.EqualFold(toks[0].Text, "ca") || strings.EqualFold(toks[0].Text, "wo")) && toks[1].Text == "n't":
+		add = []prose.Token{{Text: "I", Tag: "PRP"}} // "Can't wait to …", "Won't be long …"
 	case strings.EqualFold(toks[0].Text, "gonna"):
 		add = []prose.Token{{Text: "I", Tag: "PRP"}, {Text: "'m", Tag: "VBP"}}
 	case toks[0].Tag == "VBD" || toks[0].Tag == "VBN":
@@ -394,18 +488,21 @@ func finiteVerbBefore(toks []prose.Token, sep string) bool {
 	return false
 }
 
-// laterMentions turns the second and later first-person object and possessive words into
-// the neutral third person, so the speaker's name is said once: "I took my kids to see my
-// mom" is "Melanie took their kids to see their mom", not "Melanie's kids … Melanie's mom".
+// laterMentions turns the second and later first-person words into the neutral third person,
+// so the speaker's name is said once: "I took my kids to see my mom" is "Melanie took their
+// kids to see their mom", not "Melanie's kids … Melanie's mom"; "I was nervous, but I was
+// ready" is "Jon was nervous, but they were ready", the verb agreeing. A later "I" is "they"
+// only when the first mention was "I" too: after "my" or "me" it would read as someone else
+// ("My wife and I were …", "They always support me, even when I make mistakes").
 func laterMentions(toks []string) []string {
-	seen := false
+	first := ""
 	for i, t := range toks {
 		low := strings.ToLower(t)
 		if !firstPersonWord[low] || low == "we" || low == "our" || low == "us" || low == "ourselves" {
 			continue
 		}
-		if !seen {
-			seen = true
+		if first == "" {
+			first = low
 			continue
 		}
 		switch low {
@@ -417,9 +514,27 @@ func laterMentions(toks []string) []string {
 			toks[i] = "themselves"
 		case "mine":
 			toks[i] = "theirs"
+		case "i":
+			if first == "i" {
+				toks[i] = "they"
+				if i+1 < len(toks) {
+					toks[i+1] = pluralVerb(toks[i+1])
+				}
+			}
 		}
 	}
 	return toks
+}
+
+// pluralVerb is the form of a first-person singular verb after "they": "was" → "were".
+func pluralVerb(v string) string {
+	switch v {
+	case "am":
+		return "are"
+	case "was":
+		return "were"
+	}
+	return v
 }
 
 // speakersView reads a judgement with a clause ("It's amazing how basketball brings people

@@ -1,6 +1,9 @@
 package memory
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestProposition(t *testing.T) {
 	cases := []struct {
@@ -9,11 +12,23 @@ func TestProposition(t *testing.T) {
 		{"an interjection and a vocative are no part of the fact", "Wow, Caroline, I moved to Denver last month.", "I moved to Denver last month."},
 		{"a headline before a colon goes", "Big news: I adopted a puppy.", "I adopted a puppy."},
 		{"a filler phrase before a comma goes", "Just so you know, my favourite colour is blue.", "My favourite colour is blue."},
-		{"filler adverbs go, negation stays", "I really don't like sushi.", "I don't like sushi."},
+		{"filler adverbs go, negation stays", "I really don't like sushi.", "I do not like sushi."},
 		{"a trailing reaction goes", "I went to a support group yesterday and it was so powerful.", "I went to a support group yesterday"},
 		{"a time before a comma stays", "Last Friday, I went to a counseling workshop.", "Last Friday, I went to a counseling workshop."},
-		{"the implied I is put back", "Been reading that book about whales.", "I've been reading that book about whales."},
+		{"the implied I is put back", "Been reading that book about whales.", "I have been reading that book about whales."},
 		{"the speaker is named once", "I took my kids to see my mom.", "I took their kids to see their mom."},
+		{"a later I is they, its verb agreeing", "I was nervous at first, but I was ready and I'm proud of it.", "I was nervous at first, but they were ready and they are proud of it."},
+		{"a later I after an adverb agrees too", "I think I really am getting better at painting.", "I think they are getting better at painting."},
+		{"a later I after me stays the speaker: they would be someone else", "They always support me, even when I make mistakes.", "They always support me, even when I make mistakes."},
+		{"an I after my is the speaker: they would be both", "My wife and I were road tripping on the coast.", "My wife and I were road tripping on the coast."},
+		{"contractions are written out", "I'm sure we're ready, and I've packed.", "I am sure we are ready, and they have packed."},
+		{"a has-'s before a participle is has, a possessive stays", "My sister's been helping at Anna's bakery.", "My sister has been helping at Anna's bakery."},
+		{"can't and won't are written out", "I can't swim and won't try it.", "I cannot swim and will not try it."},
+		{"the I of a sentence-initial can't is put back", "Can't wait to see my sister next week.", "I cannot wait to see their sister next week."},
+		{"an I'd before a participle is had", "I'd never seen the ocean before that trip.", "I had never seen the ocean before that trip."},
+		{"a connective to the sentence before goes", "But I finally finished the quilt for my niece.", "I finished the quilt for their niece."},
+		{"an opening so goes", "So we adopted a second cat last spring.", "We adopted a second cat last spring."},
+		{"gonna, wanna and gotta are written out", "I'm gonna paint the fence and I wanna plant roses, but I gotta buy soil.", "I am going to paint the fence and they want to plant roses, but they have to buy soil."},
 		{"a reaction is no proposition", "That's awesome!", ""},
 		{"praise of the listener is no proposition", "You're doing an awesome job with your journey.", ""},
 		{"an imperative is no proposition", "Keep up the great work!", ""},
@@ -21,9 +36,9 @@ func TestProposition(t *testing.T) {
 		{"a sentence without a verb is no proposition", "5 years already!", ""},
 		// Sentences no rule was written for (LoCoMo-like turns, not from its observations).
 		{"a reaction-like opening about the speaker's own things is a fact", "This has been great for my mental health.", "This has been great for my mental health."},
-		{"what something has been to the speaker is a fact", "It's been my favourite escape since college!", "It's been my favourite escape since college!"},
-		{"a judgement with a clause is the speaker's view", "It's incredible how a garden can bring neighbours together.", "I think it's incredible how a garden can bring neighbours together."},
-		{"a judgement of what to do is the speaker's view", "It's so important to teach kids about recycling.", "I think it's important to teach kids about recycling."},
+		{"what something has been to the speaker is a fact", "It's been my favourite escape since college!", "It has been my favourite escape since college!"},
+		{"a judgement with a clause is the speaker's view", "It's incredible how a garden can bring neighbours together.", "I think it is incredible how a garden can bring neighbours together."},
+		{"a judgement of what to do is the speaker's view", "It's so important to teach kids about recycling.", "I think it is important to teach kids about recycling."},
 		{"a bare judgement stays a reaction", "It's so incredible!", ""},
 		{"a reaction to the listener's things stays a reaction", "That's great about your new job!", ""},
 	}
@@ -104,6 +119,46 @@ func TestRemarksNotAboutTheSpeaker(t *testing.T) {
 			}
 			if tc.keep != (len(got) > 0) {
 				t.Errorf("Extract(%q) = %+v, keep %v", tc.text, got, tc.keep)
+			}
+		})
+	}
+}
+
+// TestWhichStatementsAMessageKeeps: of a message's statements, the two kept name their
+// subject; one whose subject is a bare pronoun ("It was …", "They are …") says least on its own.
+func TestWhichStatementsAMessageKeeps(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string // substrings of the kept memories, in order
+	}{
+		{"a statement about 'they' gives way to ones naming the speaker",
+			"They offered me a full scholarship at the art school. I visited my grandmother in Vermont. I brought her homemade apple pie.",
+			[]string{"Melanie visited", "Melanie brought"}},
+		{"a statement about 'it' gives way too",
+			"It has been my favourite escape since college, that old lake cabin. I repainted the porch in June. I planted tomatoes by the fence.",
+			[]string{"Melanie repainted", "Melanie planted"}},
+		{"a pronoun statement stays when the message has nothing better",
+			"I adopted a rescue greyhound from the shelter. They gave me her vaccination records and a new collar.",
+			[]string{"Melanie adopted", "They gave"}},
+	}
+	h := NewHeuristic()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := h.Extract(t.Context(), []Message{{ID: "m1", Role: "user", Name: "Melanie", Text: tc.text}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var texts []string
+			for _, c := range got {
+				texts = append(texts, c.Text)
+			}
+			if len(texts) != len(tc.want) {
+				t.Fatalf("kept %q, want %d memories holding %q", texts, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(texts[i], w) {
+					t.Errorf("memory %d is %q, want it to hold %q", i, texts[i], w)
+				}
 			}
 		})
 	}
