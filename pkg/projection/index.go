@@ -62,7 +62,7 @@ func IndexArchive(ctx context.Context, d Deps, a store.Archive) error {
 	if len(mpts) == 0 {
 		return nil
 	}
-	if err := embedPoints(ctx, d.Embedder, mpts); err != nil {
+	if err := embedArchivePoints(ctx, d.Embedder, mpts); err != nil {
 		return fmt.Errorf("embed archive messages: %w", err)
 	}
 	if err := d.Vectors.Upsert(ctx, d.Embedder.Model(), mpts); err != nil {
@@ -82,6 +82,16 @@ func IndexMemory(ctx context.Context, d Deps, account, user, id string) error {
 		return d.Vectors.Delete(ctx, account, user, []string{id})
 	}
 	return d.Vectors.Upsert(ctx, d.Embedder.Model(), []vector.Point{MemoryPoint(m)})
+}
+
+// embedArchivePoints embeds archive points from their own text, then gives each the previous
+// turn in its keyword text (withPreviousTurn).
+func embedArchivePoints(ctx context.Context, e embed.Embedder, pts []vector.Point) error {
+	if err := embedPoints(ctx, e, pts); err != nil {
+		return err
+	}
+	withPreviousTurn(pts)
+	return nil
 }
 
 // embedPoints fills the vectors of pts from their texts, in batches.

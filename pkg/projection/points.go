@@ -43,7 +43,8 @@ func MemoryPoint(m store.Memory) vector.Point {
 
 // ArchivePoints are the index points (without vectors) of an archive's messages: one per
 // message of msgs that belongs to a and has text (system messages excepted), kind and scope
-// "archive", the id memory.ArchiveMessageID, the text "Role/name: content". The payload names
+// "archive", the id memory.ArchiveMessageID, the text "Role/name: content" (indexing adds the
+// previous turn's on a second line: withPreviousTurn). The payload names
 // the message (session, message id, seq, archive) so recall can check it against SQL.
 func ArchivePoints(a store.Archive, msgs []store.Message) []vector.Point {
 	pts := make([]vector.Point, 0, len(msgs))
@@ -66,4 +67,33 @@ func archivePoint(account, user, agent, session, archive string, m store.Message
 		Scope: contract.ScopeArchive, Kind: contract.KindArchive, Category: m.Role, Text: text, CreatedAt: m.CreatedAt,
 		Payload: map[string]string{"session_id": session, "message_id": m.MessageID, "archive_id": archive, "seq": strconv.FormatInt(m.Seq, 10)},
 	}
+}
+
+// previousTurnChars bounds the earlier message an archive point's keyword text carries.
+const previousTurnChars = 300
+
+// withPreviousTurn appends to each archive point's text, on a second line, the text of the
+// point before it in the same archive (cut to previousTurnChars, spaces collapsed): the
+// message it most often answers. "Caroline: A sunset." is about the painting the turn before
+// asked after, and the question names the painting. Only the keyword side (BM25, and recall's
+// lexical overlap before the message is read from SQL) sees it: the points are embedded from
+// their own text first (embedArchivePoints); embedding the earlier turn too measured no
+// better on LoCoMo, and the turn after neither way (README "Recall quality"). pts are in
+// session order, as ArchivePoints returns them and Reconcile reads them.
+func withPreviousTurn(pts []vector.Point) {
+	prev := ""
+	for i := range pts {
+		own := pts[i].Text
+		if i > 0 && sameArchive(pts[i-1], pts[i]) {
+			pts[i].Text = own + "\n" + prev
+		}
+		prev = strings.Join(strings.Fields(own), " ")
+		if len(prev) > previousTurnChars {
+			prev = strings.ToValidUTF8(prev[:previousTurnChars], "")
+		}
+	}
+}
+
+func sameArchive(a, b vector.Point) bool {
+	return a.AccountID == b.AccountID && a.Payload["session_id"] == b.Payload["session_id"] && a.Payload["archive_id"] == b.Payload["archive_id"]
 }

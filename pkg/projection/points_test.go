@@ -1,13 +1,18 @@
 package projection
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/vector"
 )
 
 func TestArchivePoints(t *testing.T) {
@@ -55,5 +60,74 @@ func TestMemoryPoint(t *testing.T) {
 				t.Fatalf("point kind %q payload %v, want %q %v", p.Kind, p.Payload, c.kind, c.payload)
 			}
 		})
+	}
+}
+
+func TestWithPreviousTurn(t *testing.T) {
+	pt := func(account, session, archive, text string) vector.Point {
+		return vector.Point{AccountID: account, Text: text, Payload: map[string]string{"session_id": session, "archive_id": archive}}
+	}
+	long := strings.Repeat("word ", 100) // 500 bytes: cut to previousTurnChars
+	cases := []struct {
+		name string
+		pts  []vector.Point
+		want []string
+	}{
+		{"none", nil, []string{}},
+		{"first point has no previous turn", []vector.Point{pt("acme", "s1", "a1", "Melanie: What did you paint?")},
+			[]string{"Melanie: What did you paint?"}},
+		{"each point carries the one before, never more", []vector.Point{
+			pt("acme", "s1", "a1", "Melanie: What did you paint?"),
+			pt("acme", "s1", "a1", "Caroline: A sunset."),
+			pt("acme", "s1", "a1", "Melanie: Lovely!"),
+		}, []string{"Melanie: What did you paint?", "Caroline: A sunset.\nMelanie: What did you paint?", "Melanie: Lovely!\nCaroline: A sunset."}},
+		{"another archive, session or account starts afresh", []vector.Point{
+			pt("acme", "s1", "a1", "one"),
+			pt("acme", "s1", "a2", "two"),
+			pt("acme", "s2", "a2", "three"),
+			pt("other", "s2", "a2", "four"),
+			pt("other", "s2", "a2", "five"),
+		}, []string{"one", "two", "three", "four", "five\nfour"}},
+		{"the previous turn's spaces collapse", []vector.Point{pt("acme", "s1", "a1", "a\n\n  b"), pt("acme", "s1", "a1", "c")},
+			[]string{"a\n\n  b", "c\na b"}},
+		{"a long previous turn is cut", []vector.Point{pt("acme", "s1", "a1", long), pt("acme", "s1", "a1", "c")},
+			[]string{long, "c\n" + strings.TrimSpace(long)[:previousTurnChars]}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			withPreviousTurn(c.pts)
+			got := make([]string, 0, len(c.pts))
+			for _, p := range c.pts {
+				got = append(got, p.Text)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("texts = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// The vectors come from each message's own text; only the keyword text carries the turn before.
+func TestEmbedArchivePoints(t *testing.T) {
+	a := store.Archive{ID: "a1", AccountID: "acme", SessionID: "s1", UserID: "alice", AgentID: "main"}
+	pts := ArchivePoints(a, []store.Message{
+		{Seq: 1, MessageID: "m1", Role: contract.RoleUser, Name: "Melanie", Content: "What did you paint?", ArchiveID: "a1"},
+		{Seq: 2, MessageID: "m2", Role: contract.RoleUser, Name: "Caroline", Content: "A sunset.", ArchiveID: "a1"},
+	})
+	e := embed.NewHash()
+	if err := embedArchivePoints(context.Background(), e, pts); err != nil {
+		t.Fatal(err)
+	}
+	own, err := e.Embed(context.Background(), []string{"Melanie: What did you paint?", "Caroline: A sunset."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range pts {
+		if !slices.Equal(p.Vector, own[i]) {
+			t.Errorf("point %d embedded from another text than its own", i)
+		}
+	}
+	if pts[1].Text != "Caroline: A sunset.\nMelanie: What did you paint?" {
+		t.Fatalf("keyword text %q, want the message then the turn before", pts[1].Text)
 	}
 }

@@ -70,7 +70,7 @@ func Reconcile(ctx context.Context, d Deps, v *vector.Local, log *slog.Logger) e
 		return fmt.Errorf("read embeddings from SQL: %w", err)
 	}
 	log.Info("rebuilding the local vector index from SQL", "memories", len(pts), "archive_messages", len(msgs))
-	if err := embedPoints(ctx, d.Embedder, msgs); err != nil {
+	if err := embedArchivePoints(ctx, d.Embedder, msgs); err != nil {
 		return fmt.Errorf("re-embed archived messages: %w", err)
 	}
 	return v.Rebuild(ctx, append(pts, msgs...))
