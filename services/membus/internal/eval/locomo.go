@@ -691,6 +691,7 @@ func locomoCommand() *cobra.Command {
 	explain := fs.Bool("explain", false, "also break down, per category, where recall lost each gold turn outside its top 10 (ranked 11-20, a candidate past the limit, collapsed, dropped, or no candidate with or without a memory sourced there)")
 	traceOut := fs.String("trace-out", "", "write each question's ranked-call trace (every candidate, its score parts and sources) to this file as JSON lines, to study the ranking offline; with --extraction, each observation with the best memory sourced at its evidence and its F1")
 	extraction := fs.Bool("extraction", false, "measure the extracted memories against LoCoMo's observations (sourced, matched, duplicates, restated turns) instead of recall")
+	bounds := fs.Bool("extraction-bounds", false, "print, from the data alone (membus does not run), the share of LoCoMo's observations that the best memory made of the evidence turn's own words could match, per shape: a sentence, runs of clauses, any span, any subset of its words")
 	llmBaseURL := fs.String("llm-base-url", "", "OpenAI-compatible chat base URL to extract with (empty: the heuristic extractor, membus's default)")
 	llmModel := fs.String("llm-model", "", "its chat model (with --llm-base-url)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -718,6 +719,9 @@ func locomoCommand() *cobra.Command {
 			case *extraction && *baseline != "":
 				fmt.Fprintln(stderr, "membus eval locomo: --baseline is a recall anchor; it does not go with --extraction")
 				return 2
+			case *bounds && (*extraction || *explain || *baseline != ""):
+				fmt.Fprintln(stderr, "membus eval locomo: --extraction-bounds reads the data alone; it does not go with --extraction, --explain or --baseline")
+				return 2
 			case (*llmBaseURL == "") != (*llmModel == ""):
 				fmt.Fprintln(stderr, "membus eval locomo: --llm-base-url and --llm-model go together")
 				return 2
@@ -729,6 +733,17 @@ func locomoCommand() *cobra.Command {
 			}
 			if *limitConvs > 0 && *limitConvs < len(convs) {
 				convs = convs[:*limitConvs]
+			}
+			if *bounds {
+				write := writeBoundsTable
+				if *asJSON {
+					write = writeBoundsJSON
+				}
+				if err := write(stdout, boundsOf(convs)); err != nil {
+					fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+					return 1
+				}
+				return 0
 			}
 			stopProfile, err := harness.CPUProfile(*cpuProfile)
 			if err != nil {
