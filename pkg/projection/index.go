@@ -18,16 +18,25 @@ type Deps struct {
 }
 
 // IndexArchive brings the index up to date with one archive whose memories are written
-// (state extracted or later): its active memories upserted, the memories they superseded
-// deleted (write-then-delete: recall filters superseded rows by their SQL state meanwhile),
-// and one point per archived message, embedded now (archived messages keep no embedding in
-// SQL). Every point id is deterministic, so running it again changes nothing.
+// (state extracted or later): its active memories and one point per archived message
+// (embedded now: archived messages keep no embedding in SQL) upserted in one write — one
+// fsync of a local index's log, one request to Qdrant — and then the memories they
+// superseded deleted (write-then-delete: recall filters superseded rows by their SQL state
+// meanwhile). Every point id is deterministic, so running it again changes nothing.
 func IndexArchive(ctx context.Context, d Deps, a store.Archive) error {
 	mems, err := d.Store.ArchiveMemories(ctx, a)
 	if err != nil {
 		return err
 	}
-	pts := make([]vector.Point, 0, len(mems))
+	msgs, err := d.Store.MessagesBySeq(ctx, a.AccountID, a.SessionID, a.FromSeq, a.ToSeq)
+	if err != nil {
+		return fmt.Errorf("archive messages: %w", err)
+	}
+	mpts := ArchivePoints(a, msgs)
+	if err := embedArchivePoints(ctx, d.Embedder, mpts); err != nil {
+		return fmt.Errorf("embed archive messages: %w", err)
+	}
+	pts := make([]vector.Point, 0, len(mems)+len(mpts))
 	ids := make([]string, 0, len(mems))
 	for _, m := range mems {
 		if len(m.Embedding) == 0 || (m.EmbedModel != "" && m.EmbedModel != d.Embedder.Model()) {
@@ -36,6 +45,7 @@ func IndexArchive(ctx context.Context, d Deps, a store.Archive) error {
 		pts = append(pts, MemoryPoint(m))
 		ids = append(ids, m.ID)
 	}
+	pts = append(pts, mpts...)
 	if len(pts) > 0 {
 		if err := d.Vectors.Upsert(ctx, d.Embedder.Model(), pts); err != nil {
 			return fmt.Errorf("upsert vectors: %w", err)
@@ -45,28 +55,15 @@ func IndexArchive(ctx context.Context, d Deps, a store.Archive) error {
 	if err != nil {
 		return err
 	}
-	if len(old) > 0 {
-		var oldIDs []string
-		for _, m := range old {
-			oldIDs = append(oldIDs, m.ID)
-		}
-		if err := d.Vectors.Delete(ctx, a.AccountID, a.UserID, oldIDs); err != nil {
-			return fmt.Errorf("delete superseded vectors: %w", err)
-		}
-	}
-	msgs, err := d.Store.MessagesBySeq(ctx, a.AccountID, a.SessionID, a.FromSeq, a.ToSeq)
-	if err != nil {
-		return fmt.Errorf("archive messages: %w", err)
-	}
-	mpts := ArchivePoints(a, msgs)
-	if len(mpts) == 0 {
+	if len(old) == 0 {
 		return nil
 	}
-	if err := embedArchivePoints(ctx, d.Embedder, mpts); err != nil {
-		return fmt.Errorf("embed archive messages: %w", err)
+	oldIDs := make([]string, 0, len(old))
+	for _, m := range old {
+		oldIDs = append(oldIDs, m.ID)
 	}
-	if err := d.Vectors.Upsert(ctx, d.Embedder.Model(), mpts); err != nil {
-		return fmt.Errorf("upsert archive vectors: %w", err)
+	if err := d.Vectors.Delete(ctx, a.AccountID, a.UserID, oldIDs); err != nil {
+		return fmt.Errorf("delete superseded vectors: %w", err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -42,6 +43,7 @@ type outboxStore struct{ s *Store }
 // process's relays apart instead: the rows are read, handed to fn, and marked in one short
 // transaction after. A row erased meanwhile is published all the same, as on MySQL, where the
 // erase waits for the claim's row locks: the tombstone, not the outbox row, stops what follows.
+// On SQLite that transaction does not wait for an fsync of its own (markLazily).
 func (o outboxStore) Claim(ctx context.Context, limit int, subjects []string, fn func(context.Context, outbox.Row) error) (int, error) {
 	s := o.s
 	// A prefix is compared with SUBSTR, not LIKE: subject prefixes may hold "_", a LIKE wildcard.
@@ -71,7 +73,7 @@ func (o outboxStore) Claim(ctx context.Context, limit int, subjects []string, fn
 		if len(outcomes) == 0 {
 			return 0, nil
 		}
-		err = s.inTx(ctx, func(tx *sql.Tx) error { return s.markOutbox(ctx, tx, batch, outcomes) })
+		err = s.markLazily(ctx, func(tx *sql.Tx) error { return s.markOutbox(ctx, tx, batch, outcomes) })
 		return len(outcomes), err
 	}
 	marked := 0
@@ -85,6 +87,40 @@ func (o outboxStore) Claim(ctx context.Context, limit int, subjects []string, fn
 		return s.markOutbox(ctx, tx, batch, outcomes)
 	})
 	return marked, err
+}
+
+// markLazily runs fn, which marks claimed rows on SQLite, in a transaction committed with
+// synchronous=NORMAL: written to the WAL but not fsynced. Every other transaction commits with
+// synchronous=FULL and its fsync of the WAL, a file written in order, makes the marks before it
+// durable too. So a mark is lost only by the machine itself stopping (not by the process
+// crashing) before the next of those — and a lost mark costs what a crash between a publish and
+// its mark always could: the row is published again, deduplicated by its Nats-Msg-Id. Marking
+// with a fsync of its own held SQLite's single write lock through that fsync: with sync always
+// each claim's mark (one or more per commit) made ingest's and extract's transactions wait.
+func (s *Store) markLazily(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+		return err
+	}
+	defer func() {
+		// The connection goes back to the pool: with FULL again, or not at all.
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous = FULL"); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }
 
 // readOutbox reads the rows a claim query selects.
