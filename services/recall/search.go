@@ -131,11 +131,14 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
-	var mu sync.Mutex
-	var hits []vector.Hit
-	var errs []error
+	// Each scope's hits (and error) in its own slot, joined in scope order: the scopes finish
+	// in any order, and the order of the hits decides the ranks' ties under RRF and the order
+	// of the trace's dropped hits.
+	us := uniqueScopes(scopes)
+	found := make([][]vector.Hit, len(us))
+	errs := make([]error, len(us))
 	var wg sync.WaitGroup
-	for _, scope := range uniqueScopes(scopes) {
+	for i, scope := range us {
 		f := vector.Filter{AccountID: account, UserID: req.UserID, Scopes: []string{scope}}
 		if scope == contract.ScopeAgent && req.AgentID != "" {
 			f.AgentID = req.AgentID
@@ -144,16 +147,18 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		go func() {
 			defer wg.Done()
 			hs, err := s.d.Vectors.Search(ctx, f, vecs[0], query, s.cfg.CandidatesPerSide)
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
-				errs = append(errs, fmt.Errorf("search %s: %w", scope, err))
+				errs[i] = fmt.Errorf("search %s: %w", scope, err)
 				return
 			}
-			hits = append(hits, hs...)
+			found[i] = hs
 		}()
 	}
 	wg.Wait()
+	var hits []vector.Hit
+	for _, hs := range found {
+		hits = append(hits, hs...)
+	}
 	return hits, errors.Join(errs...)
 }
 
