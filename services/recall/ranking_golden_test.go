@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -262,7 +263,7 @@ func newGoldenEnv(t *testing.T, exactMax int) *goldenEnv {
 	}
 	for i := range 4 {
 		id := user[7+i*17].ID
-		if err := st.DeleteMemory(ctx, "acme", "u1", id, nil); err != nil && err != store.ErrNotFound {
+		if err := st.DeleteMemory(ctx, "acme", "u1", id, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
 			t.Fatal(err)
 		}
 		if err := lv.Delete(ctx, "acme", "u1", []string{id}); err != nil {
