@@ -285,12 +285,8 @@ func (s *Store) memoriesByID(ctx context.Context, cols, account, user string, id
 	// The primary key alone selects the rows; the tenant is checked below. With the tenant in
 	// the WHERE clause SQLite (no ANALYZE statistics) walks the (account_id, user_id) index,
 	// every memory of the user, instead of looking the ids up.
-	q := "SELECT " + cols + " FROM memories WHERE id IN (?" + strings.Repeat(",?", len(ids)-1) + ")"
-	args := make([]any, 0, len(ids))
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	in, args := s.inList("id", ids)
+	rows, err := s.query(ctx, "SELECT "+cols+" FROM memories WHERE "+in, args...)
 	if err != nil {
 		return nil, err
 	}

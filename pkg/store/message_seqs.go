@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 )
 
 // MessageSeqs returns the session position (seq) of each of the account's messages named by
@@ -17,7 +16,7 @@ func (s *Store) MessageSeqs(ctx context.Context, account string, sources []Sourc
 		return out, nil
 	}
 	want := map[Source]bool{}
-	var sessions, messages []any
+	var sessions, messages []string
 	seenS, seenM := map[string]bool{}, map[string]bool{}
 	for _, src := range sources {
 		want[src] = true
@@ -30,10 +29,10 @@ func (s *Store) MessageSeqs(ctx context.Context, account string, sources []Sourc
 			messages = append(messages, src.MessageID)
 		}
 	}
-	q := "SELECT session_id, message_id, seq FROM messages WHERE account_id = ? AND session_id IN (?" + strings.Repeat(",?", len(sessions)-1) +
-		") AND message_id IN (?" + strings.Repeat(",?", len(messages)-1) + ")"
-	args := append(append([]any{account}, sessions...), messages...)
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	inS, argsS := s.inList("session_id", sessions)
+	inM, argsM := s.inList("message_id", messages)
+	args := append(append([]any{account}, argsS...), argsM...)
+	rows, err := s.query(ctx, "SELECT session_id, message_id, seq FROM messages WHERE account_id = ? AND "+inS+" AND "+inM, args...)
 	if err != nil {
 		return nil, fmt.Errorf("message seqs: %w", err)
 	}

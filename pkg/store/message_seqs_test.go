@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,6 +38,45 @@ func TestMessageSeqs(t *testing.T) {
 		}
 		if none, err := s.MessageSeqs(ctx, "acme", nil); err != nil || len(none) != 0 {
 			t.Fatalf("no sources: %v, %v", none, err)
+		}
+	})
+}
+
+// TestLookupListValues: the reads that look up a list of ids (MessageSeqs, MemoriesByID) find
+// ids that JSON escapes or would change (SQLite passes the list as one JSON array, unless a
+// value is not valid UTF-8), and a repeated id once.
+func TestLookupListValues(t *testing.T) {
+	cases := []struct {
+		name, id string
+		sqlite   bool // only where the database stores it
+	}{
+		{"quote and backslash", `m"1\`, false},
+		{"HTML characters", "m<1>&", false},
+		{"non-ASCII", "mé—🎉", false},
+		{"control character", "m\x01\n", false},
+		{"invalid UTF-8 keeps the IN list", "m\xff\xfe", true},
+	}
+	backends(t, func(t *testing.T, s *store.Store) {
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				if c.sqlite && s.Dialect() != store.SQLite {
+					t.Skip("MySQL's utf8mb4 stores valid UTF-8 only")
+				}
+				ctx := context.Background()
+				session := fmt.Sprintf("s-%d", i)
+				t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+				if _, err := s.ApplyTurns(ctx, nil, []store.Turn{turn("acme", session, "e-"+session, uint64(i+1), msg(c.id, 0, "one", t0), msg("plain", 1, "two", t0))}); err != nil {
+					t.Fatal(err)
+				}
+				src := store.Source{SessionID: session, MessageID: c.id}
+				got, err := s.MessageSeqs(ctx, "acme", []store.Source{src, src, {SessionID: session, MessageID: "missing"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != 1 || got[src] != 1 {
+					t.Fatalf("seqs = %v, want %q at 1", got, c.id)
+				}
+			})
 		}
 	})
 }

@@ -40,6 +40,8 @@ type Store struct {
 	now     func() time.Time
 	// claimMu keeps the outbox claims of this process apart on SQLite (outboxStore.Claim).
 	claimMu sync.Mutex
+	// stmts holds the statements prepared once (query text → *sql.Stmt), SQLite only (query).
+	stmts sync.Map
 }
 
 // Option configures a Store.
@@ -149,7 +151,14 @@ func (s *Store) Dialect() string { return s.dialect }
 func (s *Store) DB() *sql.DB { return s.db }
 
 // Close closes the pool.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stmts.Range(func(q, st any) bool {
+		_ = st.(*sql.Stmt).Close()
+		s.stmts.Delete(q)
+		return true
+	})
+	return s.db.Close()
+}
 
 // Ping is the health probe of the SQL dependency.
 func (s *Store) Ping(ctx context.Context) error {

@@ -466,6 +466,7 @@ type cand struct {
 	r     ref
 	id    string
 	score float64
+	vec   []float32 // denseTop: the vector re-scored, a copy read from a quantised segment's spill file (nil otherwise)
 }
 
 // better orders candidates by score, then id.
@@ -526,16 +527,19 @@ func (t *topHeap) push(c cand) {
 // sorted returns the kept candidates best first.
 func (t *topHeap) sorted() []cand {
 	out := slices.Clone(t.h)
-	slices.SortFunc(out, func(a, b cand) int {
-		if better(&a, &b) {
-			return -1
-		}
-		if better(&b, &a) {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, bestFirst)
 	return out
+}
+
+// bestFirst orders candidates by better, for slices.SortFunc.
+func bestFirst(a, b cand) int {
+	if better(&a, &b) {
+		return -1
+	}
+	if better(&b, &a) {
+		return 1
+	}
+	return 0
 }
 
 // scanRange scores points [from, to) of segment si into t: by float32 dot
@@ -634,18 +638,31 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 		}()
 	}
 	wg.Wait()
+	// Re-scored best first by their scan score, the exact top k mostly enters first and few
+	// candidates are admitted only to be pushed out: a spilled vector is read once, and copied
+	// (for the hit, so search does not read it again) only when admitted. The order does not
+	// change the result: the heap keeps the k best by (score, id) whatever it is given.
+	var all []cand
+	for w := range heaps {
+		all = append(all, heaps[w].h...)
+	}
+	slices.SortFunc(all, bestFirst)
 	buf := make([]float32, len(q))
 	t := topHeap{k: k}
-	for w := range heaps {
-		for _, c := range heaps[w].h {
-			s := pt.segs[c.r.seg]
-			v, err := s.loadVec(int(c.r.i), buf)
-			if err != nil {
-				return nil, err
-			}
-			c.score = dense(v, s.norms[c.r.i], q, qn)
-			t.push(c)
+	for _, c := range all {
+		s := pt.segs[c.r.seg]
+		v, err := s.loadVec(int(c.r.i), buf)
+		if err != nil {
+			return nil, err
 		}
+		c.score = dense(v, s.norms[c.r.i], q, qn)
+		if !t.admits(c.score) {
+			continue
+		}
+		if s.spill != nil {
+			c.vec = slices.Clone(v)
+		}
+		t.push(c)
 	}
 	return t.sorted(), nil
 }
@@ -778,34 +795,40 @@ func (pt *partition) search(f Filter, q []float32, query string, k int) ([]Hit, 
 	qn := norm(q)
 	kw := pt.keywordScores(f, segs, query)
 	defer kw.release()
-	var pick []ref
-	denseOf := map[ref]float64{}
+	var pick []cand // the dense side's with their exact cosine, then the keyword side's others
 	if len(q) > 0 {
 		top, err := pt.denseTop(f, segs, q, qn, k)
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range top {
-			pick = append(pick, c.r)
-			denseOf[c.r] = c.score
-		}
+		pick = top
 	}
+	nDense := len(pick)
 	for _, c := range pt.keywordTop(kw, k) {
-		if !slices.Contains(pick, c.r) {
-			pick = append(pick, c.r)
+		if !slices.ContainsFunc(pick[:nDense], func(d cand) bool { return d.r == c.r }) {
+			pick = append(pick, cand{r: c.r})
 		}
 	}
 	hits := make([]Hit, 0, len(pick))
-	for _, r := range pick {
-		p, err := pt.point(r)
-		if err != nil {
-			return nil, err
+	for j, c := range pick {
+		var p Point
+		if c.vec != nil { // read by the re-scoring, copied for this hit
+			p = pt.pointMeta(c.r)
+			p.Vector = c.vec
+			if p.Payload != nil {
+				p.Payload = maps.Clone(p.Payload)
+			}
+		} else {
+			var err error
+			if p, err = pt.point(c.r); err != nil {
+				return nil, err
+			}
 		}
-		d, ok := denseOf[r]
-		if !ok {
-			d = dense(p.Vector, pt.segs[r.seg].norms[r.i], q, qn)
+		d := c.score
+		if j >= nDense {
+			d = dense(p.Vector, pt.segs[c.r.seg].norms[c.r.i], q, qn)
 		}
-		hits = append(hits, Hit{ID: p.ID, Dense: d, Keyword: kw.get(r), Point: p})
+		hits = append(hits, Hit{ID: p.ID, Dense: d, Keyword: kw.get(c.r), Point: p})
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
 		if c := cmp.Compare(b.Dense, a.Dense); c != 0 {

@@ -30,20 +30,29 @@ var stopWords = map[string]bool{
 // one term each. Every adapter's sparse vectors use these terms, so keyword
 // scores agree.
 func Terms(s string) []string {
-	var out []string
+	out := make([]string, 0, 8) // most texts have a few terms; a short one needs no growing
+	EachTerm(s, func(t string) bool {
+		out = append(out, t)
+		return true
+	})
+	return out
+}
+
+// EachTerm calls yield with each term of s, in order, as Terms returns them, until yield
+// returns false, without collecting them: recall takes the terms of every candidate's text on
+// each request.
+func EachTerm(s string, yield func(string) bool) {
 	lower := strings.ToLower(s)
-	// A word is a run of lower, so it is sliced out of it rather than copied rune by rune:
-	// recall takes the terms of every candidate's text on each request.
+	// A word is a run of lower, so it is sliced out of it rather than copied rune by rune.
 	start := -1 // byte offset of the word being read, -1 between words
-	flush := func(end int) {
+	// flush yields the word ending at end, if any; false when the caller stopped.
+	flush := func(end int) bool {
 		if start < 0 {
-			return
+			return true
 		}
 		w := lower[start:end]
 		start = -1
-		if !stopWords[w] {
-			out = append(out, stem(w))
-		}
+		return stopWords[w] || yield(stem(w))
 	}
 	for i, r := range lower {
 		if r < utf8.RuneSelf {
@@ -53,25 +62,27 @@ func Terms(s string) []string {
 				if start < 0 {
 					start = i
 				}
-			} else {
-				flush(i)
+			} else if !flush(i) {
+				return
 			}
 			continue
 		}
 		switch {
 		case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana):
-			flush(i)
-			out = append(out, string(r))
+			if !flush(i) || !yield(string(r)) {
+				return
+			}
 		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) && start >= 0:
 			if start < 0 {
 				start = i
 			}
 		default:
-			flush(i)
+			if !flush(i) {
+				return
+			}
 		}
 	}
 	flush(len(lower))
-	return out
 }
 
 // Stem is the light stem of one lower-case word that Terms uses ("hikes", "hiked" and "hiking"

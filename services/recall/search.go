@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,7 +41,6 @@ type candidate struct {
 	msg                       archiveRef   // archive items
 	parts                     contract.ScoreParts
 	score                     float64
-	terms                     map[string]bool
 }
 
 // Recall answers a recall request (docs/design.md §6). It never fails the turn because the vector store
@@ -131,11 +131,14 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 	if err != nil {
 		return nil, fmt.Errorf("embed query: %w", err)
 	}
-	var mu sync.Mutex
-	var hits []vector.Hit
-	var errs []error
+	// Each scope's hits (and error) in its own slot, joined in scope order: the scopes finish
+	// in any order, and the order of the hits decides the ranks' ties under RRF and the order
+	// of the trace's dropped hits.
+	us := uniqueScopes(scopes)
+	found := make([][]vector.Hit, len(us))
+	errs := make([]error, len(us))
 	var wg sync.WaitGroup
-	for _, scope := range uniqueScopes(scopes) {
+	for i, scope := range us {
 		f := vector.Filter{AccountID: account, UserID: req.UserID, Scopes: []string{scope}}
 		if scope == contract.ScopeAgent && req.AgentID != "" {
 			f.AgentID = req.AgentID
@@ -144,16 +147,18 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		go func() {
 			defer wg.Done()
 			hs, err := s.d.Vectors.Search(ctx, f, vecs[0], query, s.cfg.CandidatesPerSide)
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
-				errs = append(errs, fmt.Errorf("search %s: %w", scope, err))
+				errs[i] = fmt.Errorf("search %s: %w", scope, err)
 				return
 			}
-			hits = append(hits, hs...)
+			found[i] = hs
 		}()
 	}
 	wg.Wait()
+	var hits []vector.Hit
+	for _, hs := range found {
+		hits = append(hits, hs...)
+	}
 	return hits, errors.Join(errs...)
 }
 
@@ -230,7 +235,6 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 				c.sources = nil
 			}
 		}
-		c.terms = termSet(c.text)
 		cands = append(cands, c)
 		dense = append(dense, clamp01(embed.ScaleCosine(s.d.Embedder, h.Dense)))
 		keyword = append(keyword, h.Keyword)
@@ -261,7 +265,7 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 			c.parts.Fused = weightedFusion(c.parts.Dense, c.parts.Keyword)
 		}
 		if s.cfg.Fusion != contract.FusionDense {
-			c.parts.Boost = boost(boostInput{kind: c.kind, category: c.category, temporal: isTemporal, preference: isPreference, overlap: overlapTerms(qTerms, c.terms)})
+			c.parts.Boost = boost(boostInput{kind: c.kind, category: c.category, temporal: isTemporal, preference: isPreference, overlap: overlapTerms(qTerms, c.text)})
 		}
 		c.score = c.parts.Fused + c.parts.Boost
 	}
@@ -299,7 +303,11 @@ func mmrRerank(cands []candidate, threshold float64) []candidate {
 	for i := range scores {
 		scores[i] = cands[i].score
 	}
-	order := mmrOrder(scores, func(i, j int) float64 { return jaccard(cands[i].terms, cands[j].terms) })
+	terms := make([]map[string]bool, n)
+	for i := range terms {
+		terms[i] = termSet(cands[i].text)
+	}
+	order := mmrOrder(scores, func(i, j int) float64 { return jaccard(terms[i], terms[j]) })
 	out := make([]candidate, 0, len(cands))
 	for _, i := range order {
 		out = append(out, cands[i])
@@ -465,18 +473,21 @@ func termSet(s string) map[string]bool {
 	return out
 }
 
-// overlapTerms is the share of the query's terms t contains.
-func overlapTerms(q, t map[string]bool) float64 {
+// overlapTerms is the share of the query's terms q that text contains. It counts the
+// distinct matches in a short list instead of building the text's term set: recall takes it
+// for every candidate of every request.
+func overlapTerms(q map[string]bool, text string) float64 {
 	if len(q) == 0 {
 		return 0
 	}
-	n := 0
-	for term := range t {
-		if q[term] {
-			n++
+	var hit []string // distinct terms of text in q: at most len(q)
+	vector.EachTerm(text, func(t string) bool {
+		if q[t] && !slices.Contains(hit, t) {
+			hit = append(hit, t)
 		}
-	}
-	return float64(n) / float64(len(q))
+		return true
+	})
+	return float64(len(hit)) / float64(len(q))
 }
 
 // archiveRef names the archived message an archive point is.
