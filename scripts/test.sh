@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 source scripts/toolchain.sh
 GO=${GO:-go}
 : "${PACKAGES:?set by make test: the module paths of the workspace, each with /...}"
-read -r -a flags <<<"${TEST_FLAGS:--race -count=1 -timeout 15m}"
+read -r -a flags <<<"${TEST_FLAGS:--race -count=1 -timeout 15m -p 4}"
 read -r -a packages <<<"$PACKAGES"
 
 plugin_log=$(mktemp "${TMPDIR:-/tmp}/membus-plugin-test.XXXXXX")

@@ -50,7 +50,8 @@ func TestEveryCommandHelp(t *testing.T) {
 				t.Fatalf("stderr %q, stdout:\n%s", stderr.String(), help)
 			}
 			cmds[i].LocalFlags().VisitAll(func(f *pflag.Flag) {
-				line := regexp.MustCompile(`(?m)^\s+(-\w, )?--` + regexp.QuoteMeta(f.Name) + `\b`)
+				// The name ends at a space or the line's end: --extraction is not --extraction-bounds.
+				line := regexp.MustCompile(`(?m)^\s+(-\w, )?--` + regexp.QuoteMeta(f.Name) + `(\s|$)`)
 				if n := len(line.FindAllString(help, -1)); n != 1 {
 					t.Errorf("--%s appears %d times in the help, want once:\n%s", f.Name, n, help)
 				}
