@@ -107,8 +107,14 @@ func checkStageBreakdown(t *testing.T, stderr string, redis bool, modes int) {
 			}
 		}
 		const rounding = 0.0001 * 12 // every row is printed to 0.1 ms
-		if other := rows["other"]; other < -rounding || other > 0.1*handler {
-			t.Errorf("table %d: %v s of %v s handler time in no stage, want 0–10 %%:\n%s", i, other, handler, stderr)
+		// "other" is the handler's time between its stages: its own bookkeeping, and the
+		// scheduler's delays when the machine is busy. A quiet run leaves a few per cent there;
+		// with go test -p 4 beside the plugin suite (load average 8) it was 21 % of a 0.38 s
+		// handler. What this checks is that the stages account for most of the handler — a
+		// stage left unmeasured (SQL, Redis) would be the larger part — not how busy the
+		// machine is: a tighter bound failed CI on a busy machine.
+		if other := rows["other"]; other < -rounding || other > 0.5*handler {
+			t.Errorf("table %d: %v s of %v s handler time in no stage, want under half:\n%s", i, other, handler, stderr)
 		}
 		if d := inside - handler; d > rounding || d < -rounding {
 			t.Errorf("table %d: stages and other sum to %v s, handler %v s", i, inside, handler)
