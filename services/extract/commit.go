@@ -122,15 +122,14 @@ func (s *Service) advance(ctx context.Context, epoch int64, a store.Archive) err
 
 // complete queues a commit_completed event for a request that archived nothing.
 func (s *Service) complete(ctx context.Context, req contract.CommitRequest, status, reason string, counts map[string]int, before, after int) error {
-	ev := contract.Event{
+	ev := s.event(contract.Event{
 		EventID: eventID(contract.EventCommitCompleted, req.RequestID), Kind: contract.EventCommitCompleted,
 		AccountID: req.AccountID, UserID: req.UserID, AgentID: req.AgentID, SessionID: req.SessionID, RequestID: req.RequestID,
 		Status: status, Reason: reason, Memories: counts, TokensBefore: before, TokensAfter: after,
-	}
-	if err := s.d.Store.QueueEvents(ctx, []store.OutboxEntry{s.event(ev)}); err != nil {
+	})
+	if err := s.d.Store.QueueEvents(ctx, []store.OutboxEntry{ev}); err != nil {
 		return err
 	}
 	s.d.KickOutbox()
-	s.completed.notify(ev)
 	return nil
 }

@@ -93,10 +93,8 @@ func (s *Service) syncCommit(ctx context.Context, account string, r contract.Com
 		}
 		return contract.CommitResult{}, nothing, err
 	}
-	// Listen before queueing so the completion cannot slip past: on the bus, for a commit run by
-	// another replica, and in process, for one run here (heard before the outbox relays it).
+	// Subscribe before queueing so the completion cannot slip past.
 	done := make(chan contract.Event, 4)
-	defer s.completed.wait(account, r.SessionID, r.RequestID, done)()
 	sub, err := s.d.NC.Subscribe(s.d.Names.Event(contract.EventCommitCompleted, account, r.SessionID), func(m *nats.Msg) {
 		var ev contract.Event
 		if json.Unmarshal(m.Data, &ev) == nil && ev.RequestID == r.RequestID {
@@ -189,48 +187,32 @@ func (s *Service) result(ctx context.Context, account string, ev contract.Event)
 }
 
 // waitIngested returns once no turn event of the session published before the call is
-// still waiting to be applied. The newest such event is the last message of the session's
-// subject in the TURNS work queue (none: nothing is queued). Ingest removes a message once it
-// has stored it and acked; it records the stream sequence of what it applied in the session's
-// row in the same transaction (AppliedTurnsSeq), which is visible before its ack has reached
-// the server and removed the message. So the session is caught up when the first queued
-// message of its subject comes after that newest one (or is gone), or when it is that newest
-// one and SQL says it is applied — nothing earlier is queued, and it is stored. A turn ingest
-// skips (a heartbeat) is never recorded in SQL: its removal ends the wait. It looks every
-// 0.5 ms for the first 5 ms — a turn published just before the call is usually stored within
-// a few milliseconds — then twice as long each time up to 20 ms.
+// still waiting in the TURNS work queue (ingest removes a message only after storing it). It
+// looks every 0.5 ms for the first 5 ms — a turn published just before the call is usually
+// stored within a few milliseconds, and one look is a cheap JetStream request — then twice as
+// long each time up to 20 ms.
 func (s *Service) waitIngested(ctx context.Context, account, session string) error {
 	stream, err := s.d.JS.Stream(ctx, s.d.Names.Stream(bus.StreamTurns))
 	if err != nil {
 		return err
 	}
-	subject := s.d.Names.Turns(account, session)
-	newest, err := stream.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil
-	}
+	info, err := stream.Info(ctx)
 	if err != nil {
 		return err
 	}
-	last := newest.Sequence
+	last := info.State.LastSeq
+	subject := s.d.Names.Turns(account, session)
 	for looks := 1; ; looks++ {
 		wait := 500 * time.Microsecond
 		if looks > 10 {
 			wait = min(wait<<min(looks-10, 6), 20*time.Millisecond)
 		}
-		applied, err := s.d.Store.AppliedTurnsSeq(ctx, account, session)
-		if err != nil {
-			return err
-		}
 		m, err := stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
+		if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence > last) {
 			return nil
 		}
 		if err != nil {
 			return err
-		}
-		if caughtUp(m.Sequence, last, applied) {
-			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -238,11 +220,4 @@ func (s *Service) waitIngested(ctx context.Context, account, session string) err
 		case <-time.After(wait):
 		}
 	}
-}
-
-// caughtUp says whether a session is caught up with the newest turn event published before a
-// sync commit (stream sequence newest) when the first of its events still in the work queue is
-// first and SQL says ingest applied the session's events up to applied.
-func caughtUp(first, newest, applied uint64) bool {
-	return first > newest || (first == newest && applied >= newest)
 }
