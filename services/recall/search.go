@@ -37,8 +37,8 @@ type candidate struct {
 	sources                   []store.Source
 	createdAt                 time.Time
 	eventTime                 *time.Time
-	mem                       store.Memory // memories and digests
-	msg                       archiveRef   // archive items
+	abstract                  string     // memories and digests
+	msg                       archiveRef // archive items
 	parts                     contract.ScoreParts
 	score                     float64
 }
@@ -191,15 +191,13 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 			memIDs = append(memIDs, h.ID)
 		}
 	}
-	rows, err := s.d.Store.MemoriesByIDNoEmbedding(ctx, account, user, memIDs)
+	rows, err := s.d.Store.RecallRows(ctx, account, user, memIDs)
 	if err != nil {
 		return nil, nil, err
 	}
-	active := map[string]store.Memory{}
-	for _, m := range rows {
-		if m.Active() {
-			active[m.ID] = m
-		}
+	active := make(map[string]*store.RecallRow, len(rows))
+	for i := range rows {
+		active[rows[i].ID] = &rows[i]
 	}
 	var dropped []contract.TraceEntry
 	seen := map[string]bool{}
@@ -229,7 +227,7 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 			if m.Category == "digest" {
 				kind = contract.KindDigest
 			}
-			c = candidate{id: m.ID, kind: kind, scope: m.Scope, category: m.Category, text: m.Text, mem: m,
+			c = candidate{id: m.ID, kind: kind, scope: m.Scope, category: m.Category, text: m.Text, abstract: m.Abstract,
 				sources: m.Sources, createdAt: m.CreatedAt, eventTime: m.EventTime}
 			if kind == contract.KindDigest {
 				c.sources = nil
@@ -319,8 +317,8 @@ func mmrRerank(cands []candidate, threshold float64) []candidate {
 // messages a better item already states, and writes the items, the block and the trace.
 func (s *Service) selectItems(ctx context.Context, account string, req contract.RecallRequest, cands []candidate, limit int, threshold float64, budget int, resp *contract.RecallResponse) {
 	itemText := func(c *candidate) string {
-		if req.PreferAbstract && c.kind != contract.KindArchive && c.mem.Abstract != "" {
-			return cutText(c.mem.Abstract, s.cfg.MaxItemChars)
+		if req.PreferAbstract && c.kind != contract.KindArchive && c.abstract != "" {
+			return cutText(c.abstract, s.cfg.MaxItemChars)
 		}
 		return cutText(c.text, s.cfg.MaxItemChars)
 	}
