@@ -483,6 +483,10 @@ type topHeap struct {
 	h []cand
 }
 
+// newTopHeap returns an empty topHeap of k, its slice allocated once: a search pushes
+// thousands of candidates through it.
+func newTopHeap(k int) topHeap { return topHeap{k: k, h: make([]cand, 0, k)} }
+
 // worse reports whether i ranks below j.
 func (t *topHeap) worse(i, j int) bool { return better(&t.h[j], &t.h[i]) }
 
@@ -621,7 +625,7 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 	heaps := make([]topHeap, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
-		heaps[w].k = keep
+		heaps[w] = newTopHeap(keep)
 		run := func() {
 			for j := w; j < len(jobs); j += workers {
 				pt.scanRange(f, jobs[j].seg, jobs[j].from, jobs[j].to, q, invQ, qc, qscale, &heaps[w])
@@ -648,7 +652,7 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 	}
 	slices.SortFunc(all, bestFirst)
 	buf := make([]float32, len(q))
-	t := topHeap{k: k}
+	t := newTopHeap(k)
 	for _, c := range all {
 		s := pt.segs[c.r.seg]
 		v, err := s.loadVec(int(c.r.i), buf)
@@ -767,7 +771,7 @@ func (pt *partition) keywordScores(f Filter, segs []int32, query string) kwScore
 
 // keywordTop returns the k best keyword scores, ties by id.
 func (pt *partition) keywordTop(kw kwScores, k int) []cand {
-	t := topHeap{k: k}
+	t := newTopHeap(k)
 	for si, ks := range kw.segs {
 		s := pt.segs[si]
 		sc := ks.score
