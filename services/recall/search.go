@@ -91,7 +91,7 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 			resp.Degraded = true
 		}
 	}
-	hits, err := s.search(ctx, account, req, scopes, query)
+	f, err := s.search(ctx, account, req, scopes, query)
 	if err != nil {
 		if ctx.Err() != nil {
 			return resp, ctx.Err()
@@ -99,19 +99,21 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 		s.log.Warn("vector search failed: answering from keyword search alone", "err", err)
 		s.degraded(1)
 		resp.Degraded = true
-		hits, err = s.keywordFallback(ctx, account, req, scopes, query)
+		hits, err := s.keywordFallback(ctx, account, req, scopes, query)
 		if err != nil {
 			s.log.Warn("degraded keyword search failed: answering empty", "err", err)
 			return resp, nil
 		}
+		f.hits = hits
+		f.rows, f.readErr = s.d.Store.RecallRows(ctx, account, req.UserID, memoryIDs(hits))
 	}
-	cands, dropped, err := s.candidates(ctx, account, req.UserID, hits, query, now)
-	if err != nil {
+	if f.readErr != nil {
 		if resp.Degraded {
 			return resp, nil
 		}
-		return resp, err
+		return resp, f.readErr
 	}
+	cands, dropped := s.candidates(ctx, account, f, query, now)
 	if req.Trace {
 		resp.Trace = append(resp.Trace, dropped...)
 	}
@@ -122,21 +124,32 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 	return resp, nil
 }
 
+// found is what recall's search found: the hits, and the SQL rows of the active memories
+// among them (or the error reading them).
+type found struct {
+	hits    []vector.Hit
+	rows    []store.RecallRow
+	readErr error
+}
+
 // search runs the dense and keyword search of every scope in parallel, each bounded by the
-// search timeout.
-func (s *Service) search(ctx context.Context, account string, req contract.RecallRequest, scopes []string, query string) ([]vector.Hit, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.SearchTimeout)
+// search timeout, and reads each scope's memory rows from SQL as soon as its search returns,
+// while the other scopes may still search. The error is the searches'.
+func (s *Service) search(ctx context.Context, account string, req contract.RecallRequest, scopes []string, query string) (found, error) {
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.SearchTimeout)
 	defer cancel()
-	vecs, err := embed.EmbedQuery(ctx, s.d.Embedder, []string{query})
+	vecs, err := embed.EmbedQuery(sctx, s.d.Embedder, []string{query})
 	if err != nil {
-		return nil, fmt.Errorf("embed query: %w", err)
+		return found{}, fmt.Errorf("embed query: %w", err)
 	}
-	// Each scope's hits (and error) in its own slot, joined in scope order: the scopes finish
-	// in any order, and the order of the hits decides the ranks' ties under RRF and the order
-	// of the trace's dropped hits.
+	// Each scope's hits, rows and errors in its own slot, joined in scope order: the scopes
+	// finish in any order, and the order of the hits decides the ranks' ties under RRF and the
+	// order of the trace's dropped hits.
 	us := uniqueScopes(scopes)
-	found := make([][]vector.Hit, len(us))
+	hits := make([][]vector.Hit, len(us))
+	rows := make([][]store.RecallRow, len(us))
 	errs := make([]error, len(us))
+	readErrs := make([]error, len(us))
 	var wg sync.WaitGroup
 	for i, scope := range us {
 		f := vector.Filter{AccountID: account, UserID: req.UserID, Scopes: []string{scope}}
@@ -146,20 +159,36 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hs, err := s.d.Vectors.Search(ctx, f, vecs[0], query, s.cfg.CandidatesPerSide)
+			hs, err := s.d.Vectors.Search(sctx, f, vecs[0], query, s.cfg.CandidatesPerSide)
 			if err != nil {
 				errs[i] = fmt.Errorf("search %s: %w", scope, err)
 				return
 			}
-			found[i] = hs
+			hits[i] = hs
+			// The request's context, not the search's: the rows are read within the request's time.
+			rows[i], readErrs[i] = s.d.Store.RecallRows(ctx, account, req.UserID, memoryIDs(hs))
 		}()
 	}
 	wg.Wait()
-	var hits []vector.Hit
-	for _, hs := range found {
-		hits = append(hits, hs...)
+	var out found
+	for i := range us {
+		out.hits = append(out.hits, hits[i]...)
+		out.rows = append(out.rows, rows[i]...)
 	}
-	return hits, errors.Join(errs...)
+	out.readErr = errors.Join(readErrs...)
+	return out, errors.Join(errs...)
+}
+
+// memoryIDs are the ids of the hits that are memories or digests (archive messages are not
+// memory rows).
+func memoryIDs(hits []vector.Hit) []string {
+	var ids []string
+	for _, h := range hits {
+		if h.Point.Kind != contract.KindArchive {
+			ids = append(ids, h.ID)
+		}
+	}
+	return ids
 }
 
 // uniqueScopes keeps the known scopes, once each, in order.
@@ -182,22 +211,13 @@ func containsString(list []string, v string) bool {
 	return false
 }
 
-// candidates checks the hits against SQL (superseded, deleted or foreign memories never come
-// back, even while their index delete is pending) and scores them.
-func (s *Service) candidates(ctx context.Context, account, user string, hits []vector.Hit, query string, now time.Time) ([]candidate, []contract.TraceEntry, error) {
-	var memIDs []string
-	for _, h := range hits {
-		if h.Point.Kind != contract.KindArchive {
-			memIDs = append(memIDs, h.ID)
-		}
-	}
-	rows, err := s.d.Store.RecallRows(ctx, account, user, memIDs)
-	if err != nil {
-		return nil, nil, err
-	}
-	active := make(map[string]*store.RecallRow, len(rows))
-	for i := range rows {
-		active[rows[i].ID] = &rows[i]
+// candidates checks the hits against their SQL rows (superseded, deleted or foreign memories
+// have none: they never come back, even while their index delete is pending) and scores them.
+func (s *Service) candidates(ctx context.Context, account string, f found, query string, now time.Time) ([]candidate, []contract.TraceEntry) {
+	hits := f.hits
+	active := make(map[string]*store.RecallRow, len(f.rows))
+	for i := range f.rows {
+		active[f.rows[i].ID] = &f.rows[i]
 	}
 	var dropped []contract.TraceEntry
 	seen := map[string]bool{}
@@ -287,7 +307,7 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 		}
 		return cands[i].id < cands[j].id
 	})
-	return cands, dropped, nil
+	return cands, dropped
 }
 
 // mmrRerank reorders the candidates at or above the threshold by MMR (λ 0.7, Jaccard
