@@ -44,17 +44,21 @@ func (s *Store) RecallRows(ctx context.Context, account, user string, ids []stri
 		return nil, err
 	}
 	defer rows.Close()
+	// Each row is scanned into its place in out (a row scanned into a local would escape to
+	// the heap, one allocation a row); a row not kept gives its place back.
 	out := make([]RecallRow, 0, len(ids))
 	var src sql.RawBytes
+	var ev sql.NullInt64
+	var created int64
+	var keep bool
 	for rows.Next() {
-		var r RecallRow
-		var ev sql.NullInt64
-		var created int64
-		var keep bool
+		out = append(out, RecallRow{})
+		r := &out[len(out)-1]
 		if err := rows.Scan(&r.ID, &r.Scope, &r.Category, &r.Abstract, &r.Text, &src, &ev, &created, &keep); err != nil {
 			return nil, err
 		}
 		if !keep {
+			out = out[:len(out)-1]
 			continue
 		}
 		r.Sources = decodeSources(src)
@@ -63,7 +67,6 @@ func (s *Store) RecallRows(ctx context.Context, account, user string, ids []stri
 			r.EventTime = &t
 		}
 		r.CreatedAt = time.UnixMicro(created).UTC()
-		out = append(out, r)
 	}
 	return out, rows.Err()
 }

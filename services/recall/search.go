@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"regexp"
 	"slices"
 	"sort"
@@ -104,8 +105,8 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 			s.log.Warn("degraded keyword search failed: answering empty", "err", err)
 			return resp, nil
 		}
-		f.hits = hits
-		f.rows, f.readErr = s.d.Store.RecallRows(ctx, account, req.UserID, memoryIDs(hits))
+		rows, readErr := s.d.Store.RecallRows(ctx, account, req.UserID, memoryIDs(hits))
+		f = found{hits: [][]vector.Hit{hits}, rows: [][]store.RecallRow{rows}, readErr: readErr}
 	}
 	if f.readErr != nil {
 		if resp.Degraded {
@@ -127,8 +128,8 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 // found is what recall's search found: the hits, and the SQL rows of the active memories
 // among them (or the error reading them).
 type found struct {
-	hits    []vector.Hit
-	rows    []store.RecallRow
+	hits    [][]vector.Hit // by scope, in scope order
+	rows    [][]store.RecallRow
 	readErr error
 }
 
@@ -170,13 +171,20 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		}()
 	}
 	wg.Wait()
-	var out found
-	for i := range us {
-		out.hits = append(out.hits, hits[i]...)
-		out.rows = append(out.rows, rows[i]...)
+	return found{hits: hits, rows: rows, readErr: errors.Join(readErrs...)}, errors.Join(errs...)
+}
+
+// eachHit yields the hits of every scope, in scope order.
+func eachHit(byScope [][]vector.Hit) iter.Seq[*vector.Hit] {
+	return func(yield func(*vector.Hit) bool) {
+		for _, hs := range byScope {
+			for i := range hs {
+				if !yield(&hs[i]) {
+					return
+				}
+			}
+		}
 	}
-	out.readErr = errors.Join(readErrs...)
-	return out, errors.Join(errs...)
 }
 
 // memoryIDs are the ids of the hits that are memories or digests (archive messages are not
@@ -214,16 +222,22 @@ func containsString(list []string, v string) bool {
 // candidates checks the hits against their SQL rows (superseded, deleted or foreign memories
 // have none: they never come back, even while their index delete is pending) and scores them.
 func (s *Service) candidates(ctx context.Context, account string, f found, query string, now time.Time) ([]candidate, []contract.TraceEntry) {
-	hits := f.hits
-	active := make(map[string]*store.RecallRow, len(f.rows))
-	for i := range f.rows {
-		active[f.rows[i].ID] = &f.rows[i]
+	n, nRows := 0, 0
+	for i := range f.hits {
+		n += len(f.hits[i])
+		nRows += len(f.rows[i])
+	}
+	active := make(map[string]*store.RecallRow, nRows)
+	for _, rs := range f.rows {
+		for i := range rs {
+			active[rs[i].ID] = &rs[i]
+		}
 	}
 	var dropped []contract.TraceEntry
-	seen := map[string]bool{}
-	var cands []candidate
-	var dense, keyword []float64
-	for _, h := range hits {
+	seen := make(map[string]bool, n)
+	cands := make([]candidate, 0, n)
+	dense, keyword := make([]float64, 0, n), make([]float64, 0, n)
+	for h := range eachHit(f.hits) {
 		if seen[h.ID] {
 			continue
 		}
