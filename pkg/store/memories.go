@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -178,7 +177,7 @@ func scanMemories(rows *sql.Rows) ([]Memory, error) {
 			&emb, &m.EmbedModel, &c, &u); err != nil {
 			return nil, err
 		}
-		_ = json.Unmarshal([]byte(src), &m.Sources)
+		m.Sources = decodeSources([]byte(src))
 		if ev.Valid {
 			t := time.UnixMicro(ev.Int64).UTC()
 			m.EventTime = &t
@@ -262,23 +261,8 @@ func (s *Store) Memories(ctx context.Context, f MemoryFilter) ([]Memory, error) 
 	return scanMemories(rows)
 }
 
-// memoryColsNoEmbedding are memoryCols with a NULL in place of the embedding blob (scanMemories
-// leaves Embedding nil).
-var memoryColsNoEmbedding = strings.Replace(memoryCols, "embedding,", "NULL AS embedding,", 1)
-
 // MemoriesByID loads the given memories of one user (missing or foreign ids are left out).
 func (s *Store) MemoriesByID(ctx context.Context, account, user string, ids []string) ([]Memory, error) {
-	return s.memoriesByID(ctx, memoryCols, account, user, ids)
-}
-
-// MemoriesByIDNoEmbedding is MemoriesByID without the embeddings (Embedding is nil): recall
-// checks and scores its hits with the vectors the index already holds, so it reads no vector
-// blob from SQL.
-func (s *Store) MemoriesByIDNoEmbedding(ctx context.Context, account, user string, ids []string) ([]Memory, error) {
-	return s.memoriesByID(ctx, memoryColsNoEmbedding, account, user, ids)
-}
-
-func (s *Store) memoriesByID(ctx context.Context, cols, account, user string, ids []string) ([]Memory, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -286,7 +270,7 @@ func (s *Store) memoriesByID(ctx context.Context, cols, account, user string, id
 	// the WHERE clause SQLite (no ANALYZE statistics) walks the (account_id, user_id) index,
 	// every memory of the user, instead of looking the ids up.
 	in, args := s.inList("id", ids)
-	rows, err := s.query(ctx, "SELECT "+cols+" FROM memories WHERE "+in, args...)
+	rows, err := s.query(ctx, "SELECT "+memoryCols+" FROM memories WHERE "+in, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -9,52 +10,134 @@ import (
 	"github.com/membus/membus/pkg/store"
 )
 
-func TestMemoriesByIDNoEmbedding(t *testing.T) {
+func TestRecallRows(t *testing.T) {
 	backends(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		t0 := time.Now().UTC()
-		if _, err := s.ApplyTurns(ctx, nil, []store.Turn{turn("acme", "s1", "e1", 1, msg("m1", 0, "a", t0))}); err != nil {
+		if _, err := s.ApplyTurns(ctx, nil, []store.Turn{turn("acme", "s1", "e1", 1, msg("m1", 0, "a", t0), msg(`m"2\`, 1, "b", t0))}); err != nil {
 			t.Fatal(err)
 		}
 		epoch, err := s.AcquireEpoch(ctx, "acme", "s1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := store.Archive{ID: "00000000-0000-0000-0000-000000000001", AccountID: "acme", SessionID: "s1", UserID: "u1", FromSeq: 1, ToSeq: 1, Kind: "compact", RequestID: "r1"}
+		a := store.Archive{ID: "00000000-0000-0000-0000-000000000001", AccountID: "acme", SessionID: "s1", UserID: "u1", FromSeq: 1, ToSeq: 2, Kind: "compact", RequestID: "r1"}
 		if err := s.CreateArchive(ctx, epoch, a, nil); err != nil {
 			t.Fatal(err)
 		}
-		mem := store.Memory{ID: "00000000-0000-0000-0000-0000000000aa", AccountID: "acme", UserID: "u1", Scope: "user", Category: "fact",
-			Value: "x", Abstract: "x", Text: "x", Sources: []store.Source{{SessionID: "s1", MessageID: "m1"}}, ValidFrom: t0, ContentHash: "h",
-			Embedding: []float32{0.6, 0.8}, EmbedModel: "test-2"}
-		if err := s.SaveMemories(ctx, epoch, a, []store.Memory{mem}, nil, nil); err != nil {
+		ev := t0.Add(-time.Hour)
+		mem := func(id, text string, srcs ...store.Source) store.Memory {
+			return store.Memory{ID: id, AccountID: "acme", UserID: "u1", Scope: "user", Category: "fact", Value: text, Abstract: "abstract of " + text,
+				Text: text, Sources: srcs, ValidFrom: t0, ContentHash: "h-" + id, Embedding: []float32{0.6, 0.8}, EmbedModel: "test-2"}
+		}
+		plain := mem("00000000-0000-0000-0000-0000000000aa", "plain", store.Source{SessionID: "s1", MessageID: "m1"}, store.Source{SessionID: "s1", MessageID: `m"2\`})
+		plain.EventTime = &ev
+		escaped := mem("00000000-0000-0000-0000-0000000000cc", "escaped <&>", store.Source{SessionID: "s1", MessageID: `m"2\`})
+		old := mem("00000000-0000-0000-0000-0000000000dd", "superseded")
+		old.Sources = []store.Source{{SessionID: "s1", MessageID: "m1"}}
+		if err := s.SaveMemories(ctx, epoch, a, []store.Memory{plain, escaped, old}, map[string]string{old.ID: plain.ID}, nil); err != nil {
 			t.Fatal(err)
 		}
-		ids := []string{mem.ID, "00000000-0000-0000-0000-0000000000bb"}
+		ids := []string{plain.ID, "00000000-0000-0000-0000-0000000000bb", escaped.ID, old.ID}
 		full, err := s.MemoriesByID(ctx, "acme", "u1", ids)
-		if err != nil || len(full) != 1 || len(full[0].Embedding) != 2 {
-			t.Fatalf("MemoriesByID = %+v, %v; want the memory with its embedding", full, err)
+		if err != nil || len(full) != 3 {
+			t.Fatalf("MemoriesByID = %+v, %v; want 3 memories", full, err)
 		}
-		light, err := s.MemoriesByIDNoEmbedding(ctx, "acme", "u1", ids)
-		if err != nil || len(light) != 1 {
-			t.Fatalf("MemoriesByIDNoEmbedding = %+v, %v; want the memory", light, err)
+		var want []store.RecallRow
+		for _, m := range full {
+			if m.Active() {
+				want = append(want, store.RecallRow{ID: m.ID, Scope: m.Scope, Category: m.Category, Abstract: m.Abstract, Text: m.Text,
+					Sources: m.Sources, EventTime: m.EventTime, CreatedAt: m.CreatedAt})
+			}
 		}
-		if light[0].Embedding != nil {
-			t.Fatalf("embedding read: %v", light[0].Embedding)
+		got, err := s.RecallRows(ctx, "acme", "u1", ids)
+		if err != nil {
+			t.Fatal(err)
 		}
-		want := full[0]
-		want.Embedding = nil
-		if !reflect.DeepEqual(light[0], want) {
-			t.Fatalf("without the embedding, the rest differs:\n got %+v\nwant %+v", light[0], want)
+		byID := func(rs []store.RecallRow) map[string]store.RecallRow {
+			out := map[string]store.RecallRow{}
+			for _, r := range rs {
+				out[r.ID] = r
+			}
+			return out
 		}
-		if foreign, err := s.MemoriesByIDNoEmbedding(ctx, "other", "u1", ids); err != nil || len(foreign) != 0 {
-			t.Fatalf("foreign account = %+v, %v; want none", foreign, err)
+		if len(got) != 2 || !reflect.DeepEqual(byID(got), byID(want)) {
+			t.Fatalf("RecallRows (the active ones, as MemoriesByID reads them):\n got %+v\nwant %+v", got, want)
 		}
-		if got, err := s.EmbeddedIDs(ctx, "test-2"); err != nil || len(got) != 1 || got[0] != mem.ID {
-			t.Fatalf("EmbeddedIDs = %v, %v; want [%s]", got, err, mem.ID)
+		if r := byID(got)[plain.ID]; r.EventTime == nil || !r.EventTime.Equal(ev.Truncate(time.Microsecond)) || len(r.Sources) != 2 {
+			t.Fatalf("plain memory read as %+v", r)
+		}
+		for _, tenant := range [][2]string{{"other", "u1"}, {"acme", "u2"}} {
+			if foreign, err := s.RecallRows(ctx, tenant[0], tenant[1], ids); err != nil || len(foreign) != 0 {
+				t.Fatalf("RecallRows of %v = %+v, %v; want none", tenant, foreign, err)
+			}
+		}
+		if none, err := s.RecallRows(ctx, "acme", "u1", nil); err != nil || len(none) != 0 {
+			t.Fatalf("RecallRows of no ids = %+v, %v", none, err)
+		}
+		if got, err := s.EmbeddedIDs(ctx, "test-2"); err != nil || len(got) != 2 {
+			t.Fatalf("EmbeddedIDs = %v, %v; want the 2 active memories", got, err)
 		}
 		if got, err := s.EmbeddedIDs(ctx, "other-model"); err != nil || len(got) != 0 {
 			t.Fatalf("EmbeddedIDs of another model = %v, %v; want none", got, err)
+		}
+	})
+}
+
+// TestDecodeSources: the sources column decodes as json.Unmarshal decodes it, whether it takes
+// the direct path or not.
+func TestDecodeSources(t *testing.T) {
+	marshal := func(srcs ...store.Source) string {
+		b, err := json.Marshal(srcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, tc := range []struct{ name, in string }{
+		{"one", marshal(store.Source{SessionID: "s1", MessageID: "m1"})},
+		{"three", marshal(store.Source{SessionID: "s1", MessageID: "m1"}, store.Source{SessionID: "s1", MessageID: "m2"}, store.Source{SessionID: "s2", MessageID: "m1"})},
+		{"empty strings", marshal(store.Source{})},
+		{"unicode", marshal(store.Source{SessionID: "sé", MessageID: "消息"})},
+		{"escaped quote and backslash", marshal(store.Source{SessionID: `s"1`, MessageID: `m\1`})},
+		{"html escaped", marshal(store.Source{SessionID: "<s>", MessageID: "a&b"})},
+		{"control character", marshal(store.Source{SessionID: "s\n1", MessageID: "m\t"})},
+		{"invalid UTF-8 raw", "[{\"session_id\":\"s\xff\",\"message_id\":\"m\"}]"},
+		{"raw control character", "[{\"session_id\":\"s\x01\",\"message_id\":\"m\"}]"},
+		{"empty list", "[]"},
+		{"null", "null"},
+		{"empty", ""},
+		{"spaces", `[ {"session_id": "s1", "message_id": "m1"} ]`},
+		{"keys swapped", `[{"message_id":"m1","session_id":"s1"}]`},
+		{"extra key", `[{"session_id":"s1","message_id":"m1","x":1}]`},
+		{"upper-case key", `[{"Session_ID":"s1","message_id":"m1"}]`},
+		{"trailing comma", `[{"session_id":"s1","message_id":"m1"},]`},
+		{"truncated", `[{"session_id":"s1","message_id":"m1"`},
+		{"quote in value", `[{"session_id":"s1","message_id":"m"1"}]`},
+		{"not a list", `{"session_id":"s1","message_id":"m1"}`},
+		{"brace in value", `[{"session_id":"s},{1","message_id":"m1"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want []store.Source
+			_ = json.Unmarshal([]byte(tc.in), &want)
+			got := store.DecodeSources([]byte(tc.in))
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("decodeSources(%q) = %#v, json.Unmarshal gives %#v", tc.in, got, want)
+			}
+		})
+	}
+}
+
+// FuzzDecodeSources: whatever the column holds, the direct path agrees with json.Unmarshal.
+func FuzzDecodeSources(f *testing.F) {
+	f.Add(`[{"session_id":"s1","message_id":"m1"},{"session_id":"s2","message_id":"m2"}]`)
+	f.Add(`[{"session_id":"s\"1","message_id":"m1"}]`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, in string) {
+		var want []store.Source
+		_ = json.Unmarshal([]byte(in), &want)
+		if got := store.DecodeSources([]byte(in)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeSources(%q) = %#v, json.Unmarshal gives %#v", in, got, want)
 		}
 	})
 }

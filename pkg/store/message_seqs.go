@@ -11,13 +11,13 @@ import (
 // session_id, message_id) unique index answers the two IN lists, and pairs that are only in
 // their product are dropped here.
 func (s *Store) MessageSeqs(ctx context.Context, account string, sources []Source) (map[Source]int64, error) {
-	out := map[Source]int64{}
+	out := make(map[Source]int64, len(sources))
 	if len(sources) == 0 {
 		return out, nil
 	}
-	want := map[Source]bool{}
-	var sessions, messages []string
-	seenS, seenM := map[string]bool{}, map[string]bool{}
+	want := make(map[Source]bool, len(sources))
+	sessions, messages := make([]string, 0, len(sources)), make([]string, 0, len(sources))
+	seenS, seenM := map[string]bool{}, make(map[string]bool, len(sources))
 	for _, src := range sources {
 		want[src] = true
 		if !seenS[src.SessionID] {

@@ -58,8 +58,8 @@ func seedRecallReads(tb testing.TB, n int) (*store.Store, []string, []store.Sour
 	return s, ids, srcs
 }
 
-// BenchmarkMemoriesByIDNoEmbedding is recall's read of its hit rows: 90 of 10,000 memories.
-func BenchmarkMemoriesByIDNoEmbedding(b *testing.B) {
+// BenchmarkRecallRows is recall's read of its hit rows: 90 of 10,000 memories.
+func BenchmarkRecallRows(b *testing.B) {
 	s, ids, _ := seedRecallReads(b, 10000)
 	r := rand.New(rand.NewPCG(1, 2))
 	ctx := context.Background()
@@ -69,7 +69,7 @@ func BenchmarkMemoriesByIDNoEmbedding(b *testing.B) {
 		for i := range pick {
 			pick[i] = ids[r.IntN(len(ids))]
 		}
-		if _, err := s.MemoriesByIDNoEmbedding(ctx, "acme", "u1", pick); err != nil {
+		if _, err := s.RecallRows(ctx, "acme", "u1", pick); err != nil {
 			b.Fatal(err)
 		}
 	}

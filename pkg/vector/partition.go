@@ -466,7 +466,6 @@ type cand struct {
 	r     ref
 	id    string
 	score float64
-	vec   []float32 // denseTop: the vector re-scored, a copy read from a quantised segment's spill file (nil otherwise)
 }
 
 // better orders candidates by score, then id.
@@ -482,6 +481,10 @@ type topHeap struct {
 	k int
 	h []cand
 }
+
+// newTopHeap returns an empty topHeap of k, its slice allocated once: a search pushes
+// thousands of candidates through it.
+func newTopHeap(k int) topHeap { return topHeap{k: k, h: make([]cand, 0, k)} }
 
 // worse reports whether i ranks below j.
 func (t *topHeap) worse(i, j int) bool { return better(&t.h[j], &t.h[i]) }
@@ -621,7 +624,7 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 	heaps := make([]topHeap, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
-		heaps[w].k = keep
+		heaps[w] = newTopHeap(keep)
 		run := func() {
 			for j := w; j < len(jobs); j += workers {
 				pt.scanRange(f, jobs[j].seg, jobs[j].from, jobs[j].to, q, invQ, qc, qscale, &heaps[w])
@@ -639,16 +642,15 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 	}
 	wg.Wait()
 	// Re-scored best first by their scan score, the exact top k mostly enters first and few
-	// candidates are admitted only to be pushed out: a spilled vector is read once, and copied
-	// (for the hit, so search does not read it again) only when admitted. The order does not
-	// change the result: the heap keeps the k best by (score, id) whatever it is given.
+	// candidates are admitted only to be pushed out. The order does not change the result: the
+	// heap keeps the k best by (score, id) whatever it is given.
 	var all []cand
 	for w := range heaps {
 		all = append(all, heaps[w].h...)
 	}
 	slices.SortFunc(all, bestFirst)
 	buf := make([]float32, len(q))
-	t := topHeap{k: k}
+	t := newTopHeap(k)
 	for _, c := range all {
 		s := pt.segs[c.r.seg]
 		v, err := s.loadVec(int(c.r.i), buf)
@@ -658,9 +660,6 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 		c.score = dense(v, s.norms[c.r.i], q, qn)
 		if !t.admits(c.score) {
 			continue
-		}
-		if s.spill != nil {
-			c.vec = slices.Clone(v)
 		}
 		t.push(c)
 	}
@@ -767,7 +766,7 @@ func (pt *partition) keywordScores(f Filter, segs []int32, query string) kwScore
 
 // keywordTop returns the k best keyword scores, ties by id.
 func (pt *partition) keywordTop(kw kwScores, k int) []cand {
-	t := topHeap{k: k}
+	t := newTopHeap(k)
 	for si, ks := range kw.segs {
 		s := pt.segs[si]
 		sc := ks.score
@@ -809,24 +808,26 @@ func (pt *partition) search(f Filter, q []float32, query string, k int) ([]Hit, 
 			pick = append(pick, cand{r: c.r})
 		}
 	}
+	// The hits carry no vector (Store.Search): the dense side's come with their exact score
+	// from denseTop, and a keyword-side hit's vector is read into one buffer for its own.
 	hits := make([]Hit, 0, len(pick))
+	var buf []float32
 	for j, c := range pick {
-		var p Point
-		if c.vec != nil { // read by the re-scoring, copied for this hit
-			p = pt.pointMeta(c.r)
-			p.Vector = c.vec
-			if p.Payload != nil {
-				p.Payload = maps.Clone(p.Payload)
-			}
-		} else {
-			var err error
-			if p, err = pt.point(c.r); err != nil {
-				return nil, err
-			}
+		p := pt.pointMeta(c.r)
+		if p.Payload != nil {
+			p.Payload = maps.Clone(p.Payload)
 		}
 		d := c.score
-		if j >= nDense {
-			d = dense(p.Vector, pt.segs[c.r.seg].norms[c.r.i], q, qn)
+		if j >= nDense && len(q) > 0 {
+			s := pt.segs[c.r.seg]
+			if buf == nil {
+				buf = make([]float32, s.dim)
+			}
+			v, err := s.loadVec(int(c.r.i), buf)
+			if err != nil {
+				return nil, err
+			}
+			d = dense(v, s.norms[c.r.i], q, qn)
 		}
 		hits = append(hits, Hit{ID: p.ID, Dense: d, Keyword: kw.get(c.r), Point: p})
 	}

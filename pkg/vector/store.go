@@ -75,7 +75,8 @@ type Store interface {
 	// Search returns the union of the top k by dense cosine and the top k
 	// by BM25 over query (k per side, so at most 2k hits), ordered by dense
 	// score, then keyword score, then id. A nil vector skips the dense side,
-	// an empty query the keyword side.
+	// an empty query the keyword side. A hit's Point may come without
+	// its Vector (the local store leaves it out: Dense is its score).
 	Search(ctx context.Context, f Filter, vector []float32, query string, k int) ([]Hit, error)
 	// Scroll pages through the tenant's matching points in id order,
 	// starting after the id `after` ("" = from the start). It returns the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"regexp"
 	"slices"
 	"sort"
@@ -37,8 +38,8 @@ type candidate struct {
 	sources                   []store.Source
 	createdAt                 time.Time
 	eventTime                 *time.Time
-	mem                       store.Memory // memories and digests
-	msg                       archiveRef   // archive items
+	abstract                  string     // memories and digests
+	msg                       archiveRef // archive items
 	parts                     contract.ScoreParts
 	score                     float64
 }
@@ -91,7 +92,7 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 			resp.Degraded = true
 		}
 	}
-	hits, err := s.search(ctx, account, req, scopes, query)
+	f, err := s.search(ctx, account, req, scopes, query)
 	if err != nil {
 		if ctx.Err() != nil {
 			return resp, ctx.Err()
@@ -99,19 +100,21 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 		s.log.Warn("vector search failed: answering from keyword search alone", "err", err)
 		s.degraded(1)
 		resp.Degraded = true
-		hits, err = s.keywordFallback(ctx, account, req, scopes, query)
+		hits, err := s.keywordFallback(ctx, account, req, scopes, query)
 		if err != nil {
 			s.log.Warn("degraded keyword search failed: answering empty", "err", err)
 			return resp, nil
 		}
+		rows, readErr := s.d.Store.RecallRows(ctx, account, req.UserID, memoryIDs(hits))
+		f = found{hits: [][]vector.Hit{hits}, rows: [][]store.RecallRow{rows}, readErr: readErr}
 	}
-	cands, dropped, err := s.candidates(ctx, account, req.UserID, hits, query, now)
-	if err != nil {
+	if f.readErr != nil {
 		if resp.Degraded {
 			return resp, nil
 		}
-		return resp, err
+		return resp, f.readErr
 	}
+	cands, dropped := s.candidates(ctx, account, f, query, now)
 	if req.Trace {
 		resp.Trace = append(resp.Trace, dropped...)
 	}
@@ -122,21 +125,32 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 	return resp, nil
 }
 
+// found is what recall's search found: the hits, and the SQL rows of the active memories
+// among them (or the error reading them).
+type found struct {
+	hits    [][]vector.Hit // by scope, in scope order
+	rows    [][]store.RecallRow
+	readErr error
+}
+
 // search runs the dense and keyword search of every scope in parallel, each bounded by the
-// search timeout.
-func (s *Service) search(ctx context.Context, account string, req contract.RecallRequest, scopes []string, query string) ([]vector.Hit, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.SearchTimeout)
+// search timeout, and reads each scope's memory rows from SQL as soon as its search returns,
+// while the other scopes may still search. The error is the searches'.
+func (s *Service) search(ctx context.Context, account string, req contract.RecallRequest, scopes []string, query string) (found, error) {
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.SearchTimeout)
 	defer cancel()
-	vecs, err := embed.EmbedQuery(ctx, s.d.Embedder, []string{query})
+	vecs, err := embed.EmbedQuery(sctx, s.d.Embedder, []string{query})
 	if err != nil {
-		return nil, fmt.Errorf("embed query: %w", err)
+		return found{}, fmt.Errorf("embed query: %w", err)
 	}
-	// Each scope's hits (and error) in its own slot, joined in scope order: the scopes finish
-	// in any order, and the order of the hits decides the ranks' ties under RRF and the order
-	// of the trace's dropped hits.
+	// Each scope's hits, rows and errors in its own slot, joined in scope order: the scopes
+	// finish in any order, and the order of the hits decides the ranks' ties under RRF and the
+	// order of the trace's dropped hits.
 	us := uniqueScopes(scopes)
-	found := make([][]vector.Hit, len(us))
+	hits := make([][]vector.Hit, len(us))
+	rows := make([][]store.RecallRow, len(us))
 	errs := make([]error, len(us))
+	readErrs := make([]error, len(us))
 	var wg sync.WaitGroup
 	for i, scope := range us {
 		f := vector.Filter{AccountID: account, UserID: req.UserID, Scopes: []string{scope}}
@@ -146,20 +160,43 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hs, err := s.d.Vectors.Search(ctx, f, vecs[0], query, s.cfg.CandidatesPerSide)
+			hs, err := s.d.Vectors.Search(sctx, f, vecs[0], query, s.cfg.CandidatesPerSide)
 			if err != nil {
 				errs[i] = fmt.Errorf("search %s: %w", scope, err)
 				return
 			}
-			found[i] = hs
+			hits[i] = hs
+			// The request's context, not the search's: the rows are read within the request's time.
+			rows[i], readErrs[i] = s.d.Store.RecallRows(ctx, account, req.UserID, memoryIDs(hs))
 		}()
 	}
 	wg.Wait()
-	var hits []vector.Hit
-	for _, hs := range found {
-		hits = append(hits, hs...)
+	return found{hits: hits, rows: rows, readErr: errors.Join(readErrs...)}, errors.Join(errs...)
+}
+
+// eachHit yields the hits of every scope, in scope order.
+func eachHit(byScope [][]vector.Hit) iter.Seq[*vector.Hit] {
+	return func(yield func(*vector.Hit) bool) {
+		for _, hs := range byScope {
+			for i := range hs {
+				if !yield(&hs[i]) {
+					return
+				}
+			}
+		}
 	}
-	return hits, errors.Join(errs...)
+}
+
+// memoryIDs are the ids of the hits that are memories or digests (archive messages are not
+// memory rows).
+func memoryIDs(hits []vector.Hit) []string {
+	var ids []string
+	for _, h := range hits {
+		if h.Point.Kind != contract.KindArchive {
+			ids = append(ids, h.ID)
+		}
+	}
+	return ids
 }
 
 // uniqueScopes keeps the known scopes, once each, in order.
@@ -182,30 +219,25 @@ func containsString(list []string, v string) bool {
 	return false
 }
 
-// candidates checks the hits against SQL (superseded, deleted or foreign memories never come
-// back, even while their index delete is pending) and scores them.
-func (s *Service) candidates(ctx context.Context, account, user string, hits []vector.Hit, query string, now time.Time) ([]candidate, []contract.TraceEntry, error) {
-	var memIDs []string
-	for _, h := range hits {
-		if h.Point.Kind != contract.KindArchive {
-			memIDs = append(memIDs, h.ID)
-		}
+// candidates checks the hits against their SQL rows (superseded, deleted or foreign memories
+// have none: they never come back, even while their index delete is pending) and scores them.
+func (s *Service) candidates(ctx context.Context, account string, f found, query string, now time.Time) ([]candidate, []contract.TraceEntry) {
+	n, nRows := 0, 0
+	for i := range f.hits {
+		n += len(f.hits[i])
+		nRows += len(f.rows[i])
 	}
-	rows, err := s.d.Store.MemoriesByIDNoEmbedding(ctx, account, user, memIDs)
-	if err != nil {
-		return nil, nil, err
-	}
-	active := map[string]store.Memory{}
-	for _, m := range rows {
-		if m.Active() {
-			active[m.ID] = m
+	active := make(map[string]*store.RecallRow, nRows)
+	for _, rs := range f.rows {
+		for i := range rs {
+			active[rs[i].ID] = &rs[i]
 		}
 	}
 	var dropped []contract.TraceEntry
-	seen := map[string]bool{}
-	var cands []candidate
-	var dense, keyword []float64
-	for _, h := range hits {
+	seen := make(map[string]bool, n)
+	cands := make([]candidate, 0, n)
+	dense, keyword := make([]float64, 0, n), make([]float64, 0, n)
+	for h := range eachHit(f.hits) {
 		if seen[h.ID] {
 			continue
 		}
@@ -229,7 +261,7 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 			if m.Category == "digest" {
 				kind = contract.KindDigest
 			}
-			c = candidate{id: m.ID, kind: kind, scope: m.Scope, category: m.Category, text: m.Text, mem: m,
+			c = candidate{id: m.ID, kind: kind, scope: m.Scope, category: m.Category, text: m.Text, abstract: m.Abstract,
 				sources: m.Sources, createdAt: m.CreatedAt, eventTime: m.EventTime}
 			if kind == contract.KindDigest {
 				c.sources = nil
@@ -289,7 +321,7 @@ func (s *Service) candidates(ctx context.Context, account, user string, hits []v
 		}
 		return cands[i].id < cands[j].id
 	})
-	return cands, dropped, nil
+	return cands, dropped
 }
 
 // mmrRerank reorders the candidates at or above the threshold by MMR (λ 0.7, Jaccard
@@ -319,8 +351,8 @@ func mmrRerank(cands []candidate, threshold float64) []candidate {
 // messages a better item already states, and writes the items, the block and the trace.
 func (s *Service) selectItems(ctx context.Context, account string, req contract.RecallRequest, cands []candidate, limit int, threshold float64, budget int, resp *contract.RecallResponse) {
 	itemText := func(c *candidate) string {
-		if req.PreferAbstract && c.kind != contract.KindArchive && c.mem.Abstract != "" {
-			return cutText(c.mem.Abstract, s.cfg.MaxItemChars)
+		if req.PreferAbstract && c.kind != contract.KindArchive && c.abstract != "" {
+			return cutText(c.abstract, s.cfg.MaxItemChars)
 		}
 		return cutText(c.text, s.cfg.MaxItemChars)
 	}

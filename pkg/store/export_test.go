@@ -1,0 +1,4 @@
+package store
+
+// DecodeSources is decodeSources, for the external tests.
+var DecodeSources = decodeSources
