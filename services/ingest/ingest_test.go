@@ -41,18 +41,28 @@ func lines(msgs []store.Message) []histLine {
 
 // TestRedeliveryAndReorderGiveOneHistory: the same events delivered three times and in another
 // order store the same history, read back in (created_at, position) order; every duplicate is
-// counted and acked, nothing is dead-lettered.
+// counted and acked, nothing is dead-lettered — whether a batch is stored in one transaction or
+// split by session over several (Config.Partitions).
 func TestRedeliveryAndReorderGiveOneHistory(t *testing.T) {
+	for _, parts := range []int{1, 4} {
+		t.Run(fmt.Sprintf("partitions=%d", parts), func(t *testing.T) { testRedeliveryAndReorder(t, parts) })
+	}
+}
+
+func testRedeliveryAndReorder(t *testing.T, partitions int) {
 	forEachBackend(t, func(t *testing.T, st *store.Store) {
 		h := newHarness(t, st)
-		h.start(ingest.Defaults())
+		cfg := ingest.Defaults()
+		cfg.Partitions = partitions
+		h.start(cfg)
+		suffix := fmt.Sprintf("-p%d", partitions) // the MariaDB database outlives the subtest
 
-		inOrder := threeEvents("s-order")
+		inOrder := threeEvents("s-order" + suffix)
 		for _, ev := range inOrder {
 			h.publish(ev, deliveryID(ev, 0))
 		}
 		// e3 first, then every event three times, e1 and e2 interleaved.
-		shuffled := threeEvents("s-shuffled")
+		shuffled := threeEvents("s-shuffled" + suffix)
 		e1, e2, e3 := shuffled[0], shuffled[1], shuffled[2]
 		for i, ev := range []contract.TurnEvent{e3, e2, e1, e1, e2, e3, e1, e2, e3} {
 			h.publish(ev, deliveryID(ev, i))
@@ -60,7 +70,7 @@ func TestRedeliveryAndReorderGiveOneHistory(t *testing.T) {
 		h.settled(30 * time.Second)
 
 		want := []string{"m1", "m2", "m3", "m4", "m5"}
-		a, b := h.history("acme", "s-order"), h.history("acme", "s-shuffled")
+		a, b := h.history("acme", "s-order"+suffix), h.history("acme", "s-shuffled"+suffix)
 		if len(a) != 5 || len(b) != 5 {
 			t.Fatalf("histories hold %d and %d messages, want 5 each", len(a), len(b))
 		}
@@ -83,7 +93,7 @@ func TestRedeliveryAndReorderGiveOneHistory(t *testing.T) {
 				seen[m.Seq] = true
 			}
 		}
-		sess, err := st.GetSession(context.Background(), "acme", "s-shuffled")
+		sess, err := st.GetSession(context.Background(), "acme", "s-shuffled"+suffix)
 		if err != nil {
 			t.Fatal(err)
 		}
