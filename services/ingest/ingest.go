@@ -8,9 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -35,13 +33,7 @@ type Config struct {
 	MaxFailures int // default bus.DefaultMaxFailures
 	// Workers are the fetch loops of one process on the shared durable: while one batch waits
 	// for its SQL commit (an fsync), another is decoded and written. Default 2.
-	Workers int
-	// Partitions splits each batch by a hash of its sessions into this many parts, stored one
-	// after the other, each in its own transaction, in partition order: two workers' batches
-	// then lock disjoint session rows at the same time (one writes partition 1 while the other
-	// waits for partition 0's rows no longer than that part takes) instead of queueing for all
-	// of them. 0: DefaultPartitions of the store's dialect.
-	Partitions            int
+	Workers               int
 	BypassSessionPatterns []string // glob patterns of session ids never captured
 	AgentPrefix           string   // prefix of OpenClaw agent ids (<prefix>_<id>)
 	RedactPatterns        []string // extra regular expressions redacted before storing
@@ -49,16 +41,6 @@ type Config struct {
 	// this long (kind idle, everything archived), so short chats become memory too. Default
 	// config.DefaultIdleCommit; 0 disables it.
 	IdleCommit time.Duration
-}
-
-// DefaultPartitions is Partitions for a store dialect: SQLite has one write lock, so
-// partitions would only add commits (fsyncs); MySQL locks rows, and one part per worker lets
-// the workers' transactions run side by side.
-func DefaultPartitions(dialect string, workers int) int {
-	if dialect == store.MySQL {
-		return max(workers, 1)
-	}
-	return 1
 }
 
 // Defaults returns the defaults of docs/design.md §6.
@@ -123,9 +105,6 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	if deps.Sessions == nil {
 		deps.Sessions = session.NewSQL(deps.Store)
-	}
-	if cfg.Partitions <= 0 {
-		cfg.Partitions = DefaultPartitions(deps.Store.Dialect(), cfg.Workers)
 	}
 	capture, _ := NewCapturer(cfg.RedactPatterns) // validated above
 	s := &Service{cfg: cfg, deps: deps, log: deps.Logger, capture: capture}
@@ -255,25 +234,23 @@ func (s *Service) storeBatch(ctx context.Context, tm *stages.Timer, msgs []*bus.
 	if len(turns) == 0 {
 		return errs
 	}
-	kicked := false
-	for _, part := range partition(turns, idx, s.cfg.Partitions) {
-		res, err := s.deps.Sessions.ApplyTurns(ctx, commitTrigger(s.deps.Names, s.cfg.CommitTokenThreshold, time.Now), part.turns)
-		if err != nil {
-			for _, i := range part.idx {
-				errs[i] = fmt.Errorf("store batch: %w", err)
-			}
-			continue
+	res, err := s.deps.Sessions.ApplyTurns(ctx, commitTrigger(s.deps.Names, s.cfg.CommitTokenThreshold, time.Now), turns)
+	if err != nil {
+		for _, i := range idx {
+			errs[i] = fmt.Errorf("store batch: %w", err)
 		}
-		for _, r := range res {
-			s.stored(float64(r.Stored))
-			s.duplicates(float64(r.Duplicates))
-			if r.Tombstoned {
-				s.skipped(1)
-			}
-			if r.CommitUpto > 0 {
-				s.commits(1)
-				kicked = true
-			}
+		return errs
+	}
+	kicked := false
+	for _, r := range res {
+		s.stored(float64(r.Stored))
+		s.duplicates(float64(r.Duplicates))
+		if r.Tombstoned {
+			s.skipped(1)
+		}
+		if r.CommitUpto > 0 {
+			s.commits(1)
+			kicked = true
 		}
 	}
 	if kicked && s.deps.KickOutbox != nil {
@@ -281,40 +258,6 @@ func (s *Service) storeBatch(ctx context.Context, tm *stages.Timer, msgs []*bus.
 	}
 	s.batchLatency(time.Since(start).Seconds())
 	return errs
-}
-
-// batchPart is one partition of a batch's turns and their messages' indexes in the batch.
-type batchPart struct {
-	turns []store.Turn
-	idx   []int
-}
-
-// partition splits turns (idx: their messages' indexes) into up to n parts by a hash of
-// (account, session), each part's turns in delivery order, the parts in partition order
-// (every worker stores them in the same order) and empty ones left out. A session's turns
-// are all in one part, so its seq still follows delivery order within the batch.
-func partition(turns []store.Turn, idx []int, n int) []batchPart {
-	if n <= 1 {
-		return []batchPart{{turns: turns, idx: idx}}
-	}
-	parts := make([]batchPart, n)
-	for k, t := range turns {
-		h := fnv.New32a()
-		h.Write([]byte(t.AccountID))
-		h.Write([]byte{0})
-		// MySQL's utf8mb4_bin ignores trailing spaces: both spellings of a session share a part.
-		h.Write([]byte(strings.TrimRight(t.SessionID, " ")))
-		p := &parts[h.Sum32()%uint32(n)]
-		p.turns = append(p.turns, t)
-		p.idx = append(p.idx, idx[k])
-	}
-	out := parts[:0]
-	for _, p := range parts {
-		if len(p.turns) > 0 {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // unseen drops from a redelivered turn the messages whose dedup key says they were applied —

@@ -41,28 +41,18 @@ func lines(msgs []store.Message) []histLine {
 
 // TestRedeliveryAndReorderGiveOneHistory: the same events delivered three times and in another
 // order store the same history, read back in (created_at, position) order; every duplicate is
-// counted and acked, nothing is dead-lettered — whether a batch is stored in one transaction or
-// split by session over several (Config.Partitions).
+// counted and acked, nothing is dead-lettered.
 func TestRedeliveryAndReorderGiveOneHistory(t *testing.T) {
-	for _, parts := range []int{1, 4} {
-		t.Run(fmt.Sprintf("partitions=%d", parts), func(t *testing.T) { testRedeliveryAndReorder(t, parts) })
-	}
-}
-
-func testRedeliveryAndReorder(t *testing.T, partitions int) {
 	forEachBackend(t, func(t *testing.T, st *store.Store) {
 		h := newHarness(t, st)
-		cfg := ingest.Defaults()
-		cfg.Partitions = partitions
-		h.start(cfg)
-		suffix := fmt.Sprintf("-p%d", partitions) // the MariaDB database outlives the subtest
+		h.start(ingest.Defaults())
 
-		inOrder := threeEvents("s-order" + suffix)
+		inOrder := threeEvents("s-order")
 		for _, ev := range inOrder {
 			h.publish(ev, deliveryID(ev, 0))
 		}
 		// e3 first, then every event three times, e1 and e2 interleaved.
-		shuffled := threeEvents("s-shuffled" + suffix)
+		shuffled := threeEvents("s-shuffled")
 		e1, e2, e3 := shuffled[0], shuffled[1], shuffled[2]
 		for i, ev := range []contract.TurnEvent{e3, e2, e1, e1, e2, e3, e1, e2, e3} {
 			h.publish(ev, deliveryID(ev, i))
@@ -70,7 +60,7 @@ func testRedeliveryAndReorder(t *testing.T, partitions int) {
 		h.settled(30 * time.Second)
 
 		want := []string{"m1", "m2", "m3", "m4", "m5"}
-		a, b := h.history("acme", "s-order"+suffix), h.history("acme", "s-shuffled"+suffix)
+		a, b := h.history("acme", "s-order"), h.history("acme", "s-shuffled")
 		if len(a) != 5 || len(b) != 5 {
 			t.Fatalf("histories hold %d and %d messages, want 5 each", len(a), len(b))
 		}
@@ -93,7 +83,7 @@ func testRedeliveryAndReorder(t *testing.T, partitions int) {
 				seen[m.Seq] = true
 			}
 		}
-		sess, err := st.GetSession(context.Background(), "acme", "s-shuffled"+suffix)
+		sess, err := st.GetSession(context.Background(), "acme", "s-shuffled")
 		if err != nil {
 			t.Fatal(err)
 		}
