@@ -1,12 +1,14 @@
 package benches
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +38,7 @@ type ingestParams struct {
 	rate     int           // offered load of the latency phase, messages/s
 	duration time.Duration // length of the latency phase
 	warmup   int           // events published and stored before measuring
+	rounds   int           // throughput phases of each target, alternating membus and floor
 	progress io.Writer     // progress bar (nil = none)
 	notes    io.Writer     // one line per phase on stderr
 }
@@ -52,14 +55,15 @@ func benchIngestCmd() *cobra.Command {
 	rate := fs.Int("rate", 1000, "offered load of the latency phase, messages/s")
 	duration := fs.Duration("duration", 3*time.Second, "length of the latency phase")
 	warmup := fs.Int("warmup", 200, "events stored before measuring")
+	rounds := fs.Int("rounds", 1, "throughput phases of membus and the floor, alternating; the row is the round of the median ratio")
 	asJSON := fs.Bool("json", false, "print docs/design.md §10 JSON Lines on stdout")
 	progress := fs.Bool("progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return cli.Exit(func() int {
-			if *events < 1 || *sessions < 1 || *perEvent < 1 || *inflight < 1 || *rate < 1 || *duration <= 0 || *warmup < 0 {
-				fmt.Fprintln(stderr, "membus bench ingest: --events, --sessions, --messages, --inflight, --rate and --duration must be positive")
+			if *events < 1 || *sessions < 1 || *perEvent < 1 || *inflight < 1 || *rate < 1 || *duration <= 0 || *warmup < 0 || *rounds < 1 {
+				fmt.Fprintln(stderr, "membus bench ingest: --events, --sessions, --messages, --inflight, --rate, --duration and --rounds must be positive")
 				return 2
 			}
 			modes, err := harness.SyncModes(*syncMode)
@@ -77,7 +81,7 @@ func benchIngestCmd() *cobra.Command {
 				return 2
 			}
 			p := ingestParams{backend: *backend, events: *events, sessions: *sessions, perEvent: *perEvent, inflight: *inflight,
-				rate: *rate, duration: *duration, warmup: *warmup, notes: stderr}
+				rate: *rate, duration: *duration, warmup: *warmup, rounds: *rounds, notes: stderr}
 			p.progress = harness.Progress(*progress, stderr)
 			stopProfile, err := harness.CPUProfile(*cpuProfile)
 			if err != nil {
@@ -151,11 +155,14 @@ func benchIngest(ctx context.Context, mode string, rb harness.Backend, p ingestP
 
 	res := bench.Result{Bench: "ingest", Backend: p.backend, Sync: mode, Size: p.events * p.perEvent}
 	fl := bench.Result{Bench: "ingest-floor", Backend: p.backend, Sync: mode, Size: res.Size}
+	if err := measureRounds(ctx, pubJS, gen, membus, floor, p, &res, &fl); err != nil {
+		return res, err
+	}
 	for _, t := range []struct {
 		target ingestTarget
 		out    *bench.Result
 	}{{membus, &res}, {floor, &fl}} {
-		if err := measureTarget(ctx, pubJS, gen, t.target, p, t.out); err != nil {
+		if err := measureLatency(ctx, pubJS, gen, t.target, p, t.out); err != nil {
 			return res, fmt.Errorf("%s: %w", t.target.name, err)
 		}
 	}
@@ -323,19 +330,58 @@ func startFloor(ctx context.Context, env *app.Env, sessions []string, perEvent i
 // resolution (a landed event is seen within pollInterval plus one count query).
 const pollInterval = time.Millisecond
 
-// measureTarget warms up, measures throughput (pipelined publishes, timed until every message
-// has landed) and latency (paced publishes) against one target, filling in out.
-func measureTarget(ctx context.Context, js jetstream.JetStream, gen *eventGen, t ingestTarget, p ingestParams, out *bench.Result) error {
-	n := len(gen.sessions)
-	if p.warmup > 0 {
-		if err := pipelined(ctx, js, gen, t, p, p.warmup, "", nil); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
+// measureRounds warms both targets up, then measures throughput p.rounds times, membus then
+// the floor in each round, so that every ratio compares two phases minutes apart at most. The
+// results get the round whose ratio is the median (the lower one of an even count); every
+// round's ratio is printed.
+func measureRounds(ctx context.Context, js jetstream.JetStream, gen *eventGen, membus, floor ingestTarget, p ingestParams, res, fl *bench.Result) error {
+	stored := p.warmup
+	for _, t := range []ingestTarget{membus, floor} {
+		if p.warmup > 0 {
+			if err := pipelined(ctx, js, gen, t, p, p.warmup, "", nil); err != nil {
+				return fmt.Errorf("%s: warm-up: %w", t.name, err)
+			}
 		}
 	}
+	type round struct{ membus, floor time.Duration }
+	rounds := make([]round, 0, p.rounds)
+	for r := 1; r <= p.rounds; r++ {
+		var rd round
+		for _, x := range []struct {
+			t       ingestTarget
+			out     *bench.Result
+			elapsed *time.Duration
+		}{{membus, res, &rd.membus}, {floor, fl, &rd.floor}} {
+			if err := measureThroughput(ctx, js, gen, x.t, p, stored, x.out); err != nil {
+				return fmt.Errorf("%s: %w", x.t.name, err)
+			}
+			*x.elapsed = x.out.Elapsed
+		}
+		stored += p.events
+		rounds = append(rounds, rd)
+		if p.rounds > 1 {
+			fmt.Fprintf(p.notes, "%s sync=%s round %d of %d: ratio %.3fx\n", p.backend, res.Sync, r, p.rounds, rd.floor.Seconds()/rd.membus.Seconds())
+		}
+	}
+	ratio := func(rd round) float64 { return rd.floor.Seconds() / rd.membus.Seconds() }
+	slices.SortStableFunc(rounds, func(a, b round) int { return cmp.Compare(ratio(a), ratio(b)) })
+	med := rounds[(len(rounds)-1)/2]
+	res.Elapsed, fl.Elapsed = med.membus, med.floor
+	if p.rounds > 1 {
+		fmt.Fprintf(p.notes, "%s sync=%s: median ratio %.3fx of %d rounds (lowest %.3fx, highest %.3fx)\n",
+			p.backend, res.Sync, ratio(med), len(rounds), ratio(rounds[0]), ratio(rounds[len(rounds)-1]))
+	}
+	return nil
+}
+
+// measureThroughput publishes p.events pipelined to one target, timed until every message has
+// landed, into out; stored is the events the target has landed before. For membus it prints
+// where ingest's time went.
+func measureThroughput(ctx context.Context, js jetstream.JetStream, gen *eventGen, t ingestTarget, p ingestParams, stored int, out *bench.Result) error {
 	var before stageSample
 	if t.stages != nil {
 		var err error
-		if before, err = settledStages(ctx, t.stages, p.warmup); err != nil {
+		if before, err = settledStages(ctx, t.stages, stored); err != nil {
 			return fmt.Errorf("before throughput: %w", err)
 		}
 	}
@@ -345,18 +391,19 @@ func measureTarget(ctx context.Context, js jetstream.JetStream, gen *eventGen, t
 	}
 	out.Elapsed, out.Ops, out.Msgs = elapsed, p.events*p.perEvent, p.events*p.perEvent
 	fmt.Fprintf(p.notes, "%s sync=%s %s: %d events × %d messages over %d sessions, %d in flight: %.0f msg/s\n",
-		p.backend, out.Sync, t.name, p.events, p.perEvent, n, p.inflight, out.MsgsPerSec())
-	if t.stages != nil {
-		after, err := settledStages(ctx, t.stages, p.warmup+p.events)
-		if err != nil {
-			return fmt.Errorf("after throughput: %w", err)
-		}
-		b := newStageBreakdown(before, after, out.Msgs, elapsed)
-		if err := b.write(p.notes, fmt.Sprintf("%s sync=%s %s throughput", p.backend, out.Sync, t.name)); err != nil {
-			return err
-		}
+		p.backend, out.Sync, t.name, p.events, p.perEvent, len(gen.sessions), p.inflight, out.MsgsPerSec())
+	if t.stages == nil {
+		return nil
 	}
+	after, err := settledStages(ctx, t.stages, stored+p.events)
+	if err != nil {
+		return fmt.Errorf("after throughput: %w", err)
+	}
+	return newStageBreakdown(before, after, out.Msgs, elapsed).write(p.notes, fmt.Sprintf("%s sync=%s %s throughput", p.backend, out.Sync, t.name))
+}
 
+// measureLatency publishes paced events to one target and records each one's latency in out.
+func measureLatency(ctx context.Context, js jetstream.JetStream, gen *eventGen, t ingestTarget, p ingestParams, out *bench.Result) error {
 	lats, err := paced(ctx, js, gen, t, p)
 	if err != nil {
 		return fmt.Errorf("latency: %w", err)

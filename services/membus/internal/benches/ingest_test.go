@@ -3,6 +3,9 @@ package benches
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -151,6 +154,52 @@ func TestBenchIngestTableAndProgress(t *testing.T) {
 	}
 }
 
+// TestBenchIngestRounds: --rounds 3 measures membus and the floor three times each, alternating,
+// prints each round's ratio and a stage breakdown per membus round, and reports one row whose
+// ratio is the median of the three printed.
+func TestBenchIngestRounds(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(append([]string{"bench", "ingest", "--json", "--sync", "interval", "--rounds", "3"}, tinyIngestBench...), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	checkIngestLines(t, stdout.String(), "embedded", "interval")
+	checkStageBreakdown(t, stderr.String(), false, 3)
+	var order []string // "membus" and "floor" throughput phases in the order they ran
+	var ratios []float64
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		switch {
+		case strings.Contains(line, " membus: ") && strings.HasSuffix(line, "msg/s"):
+			order = append(order, "membus")
+		case strings.Contains(line, " floor: ") && strings.HasSuffix(line, "msg/s"):
+			order = append(order, "floor")
+		case strings.Contains(line, "round ") && strings.Contains(line, ": ratio "):
+			r, err := strconv.ParseFloat(strings.TrimSuffix(line[strings.LastIndex(line, " ")+1:], "x"), 64)
+			if err != nil {
+				t.Fatalf("round line %q: %v", line, err)
+			}
+			ratios = append(ratios, r)
+		}
+	}
+	if want := []string{"membus", "floor", "membus", "floor", "membus", "floor"}; strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Errorf("throughput phases ran %v, want %v", order, want)
+	}
+	if len(ratios) != 3 {
+		t.Fatalf("%d round ratios printed, want 3:\n%s", len(ratios), stderr.String())
+	}
+	sorted := slices.Clone(ratios)
+	slices.Sort(sorted)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout.String())), &m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m["ratio"].(float64); math.Abs(got-sorted[1]) > 0.0015 {
+		t.Errorf("row ratio %v, want the median of the rounds' %v", got, ratios)
+	}
+	if !strings.Contains(stderr.String(), fmt.Sprintf("median ratio %.3fx of 3 rounds", sorted[1])) {
+		t.Errorf("stderr lacks the median line:\n%s", stderr.String())
+	}
+}
+
 // TestBenchIngestReal runs the bench against MariaDB and Redis (with an embedded NATS server).
 func TestBenchIngestReal(t *testing.T) {
 	t.Setenv("MEMBUS_MYSQL_DSN", testenv.MySQLDSN(t))
@@ -180,6 +229,7 @@ func TestBenchIngestBadUsage(t *testing.T) {
 		{"unknown backend", nil, []string{"--backend", "cloud"}, []string{"--backend must be embedded or real"}},
 		{"unknown sync", nil, []string{"--sync", "never"}, []string{"--sync must be always, interval or both"}},
 		{"zero events", nil, []string{"--events", "0"}, []string{"must be positive"}},
+		{"zero rounds", nil, []string{"--rounds", "0"}, []string{"--rounds must be positive"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
