@@ -696,7 +696,8 @@ func (s *Store) GetSession(ctx context.Context, account, session string) (*Sessi
 }
 
 // AppliedTurnsSeq is the highest TURNS stream sequence ingest applied to the session (0 when
-// the session does not exist yet).
+// the session does not exist yet): a maximum, not a watermark — ingest's workers apply a
+// session's events out of stream order, so an earlier event may still be unapplied.
 func (s *Store) AppliedTurnsSeq(ctx context.Context, account, session string) (uint64, error) {
 	var v int64
 	err := s.db.QueryRowContext(ctx, "SELECT applied_turns_seq FROM sessions WHERE account_id = ? AND session_id = ?", account, session).Scan(&v)

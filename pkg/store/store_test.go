@@ -104,6 +104,53 @@ func TestApplyTurns(t *testing.T) {
 	})
 }
 
+// AppliedTurnsSeq is the highest TURNS stream sequence applied to the session, whatever the
+// order the batches come in (ingest's workers store a session's events out of stream order):
+// a maximum, not a watermark. It equals a sequence only once that event is applied — what the
+// synchronous commit relies on (services/extract waitIngested) — and lies past an earlier
+// event still to come when a later one came first.
+func TestAppliedTurnsSeqIsTheHighestAppliedNotAWatermark(t *testing.T) {
+	cases := []struct {
+		name    string
+		batches [][]uint64 // stream sequences of the turns of each batch, in apply order
+		want    []uint64   // AppliedTurnsSeq after each batch
+	}{
+		{"in order", [][]uint64{{11}, {12}, {13}}, []uint64{11, 12, 13}},
+		{"a later event first: past the earlier one until it comes", [][]uint64{{12, 13}, {11}}, []uint64{13, 13}},
+		{"one batch out of order", [][]uint64{{13, 11, 12}}, []uint64{13}},
+		{"a redelivered earlier event", [][]uint64{{11}, {12}, {11}}, []uint64{11, 12, 12}},
+	}
+	backends(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		if got, err := s.AppliedTurnsSeq(ctx, "acme", "none"); err != nil || got != 0 {
+			t.Fatalf("AppliedTurnsSeq of a session that does not exist = %d, %v; want 0", got, err)
+		}
+		for ci, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				session := fmt.Sprintf("applied-%d", ci)
+				for bi, seqs := range c.batches {
+					var batch []store.Turn
+					for _, q := range seqs {
+						id := fmt.Sprintf("e%d", q)
+						batch = append(batch, turn("acme", session, id, q, msg("m"+id, 0, "text "+id, t0.Add(time.Duration(q)*time.Second))))
+					}
+					if _, err := s.ApplyTurns(ctx, nil, batch); err != nil {
+						t.Fatal(err)
+					}
+					got, err := s.AppliedTurnsSeq(ctx, "acme", session)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != c.want[bi] {
+						t.Fatalf("after batch %d %v: AppliedTurnsSeq = %d, want %d", bi, seqs, got, c.want[bi])
+					}
+				}
+			})
+		}
+	})
+}
+
 func TestCommitTriggerIsAnEdge(t *testing.T) {
 	backends(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()

@@ -122,14 +122,15 @@ func (s *Service) advance(ctx context.Context, epoch int64, a store.Archive) err
 
 // complete queues a commit_completed event for a request that archived nothing.
 func (s *Service) complete(ctx context.Context, req contract.CommitRequest, status, reason string, counts map[string]int, before, after int) error {
-	ev := s.event(contract.Event{
+	ev := contract.Event{
 		EventID: eventID(contract.EventCommitCompleted, req.RequestID), Kind: contract.EventCommitCompleted,
 		AccountID: req.AccountID, UserID: req.UserID, AgentID: req.AgentID, SessionID: req.SessionID, RequestID: req.RequestID,
 		Status: status, Reason: reason, Memories: counts, TokensBefore: before, TokensAfter: after,
-	})
-	if err := s.d.Store.QueueEvents(ctx, []store.OutboxEntry{ev}); err != nil {
+	}
+	if err := s.d.Store.QueueEvents(ctx, []store.OutboxEntry{s.event(ev)}); err != nil {
 		return err
 	}
 	s.d.KickOutbox()
+	s.completed.notify(ev)
 	return nil
 }

@@ -77,6 +77,8 @@ type Service struct {
 	d      Deps
 	log    *slog.Logger
 	runner *bus.Runner
+	// completed tells this process's synchronous commits that their commit is done.
+	completed completions
 
 	archives, memoriesWritten, superseded, deduped func(float64)
 	commitSeconds                                  func(float64)

@@ -235,16 +235,17 @@ func (s *Service) index(ctx context.Context, epoch int64, a store.Archive) error
 	if counts == nil {
 		counts = map[string]int{}
 	}
-	done := s.event(contract.Event{
+	ev := contract.Event{
 		EventID: eventID(contract.EventCommitCompleted, a.RequestID, a.ID), Kind: contract.EventCommitCompleted,
 		AccountID: a.AccountID, UserID: a.UserID, AgentID: a.AgentID, SessionID: a.SessionID, RequestID: a.RequestID,
 		ArchiveID: a.ID, FromSeq: a.FromSeq, ToSeq: a.ToSeq, Status: contract.StatusCompleted, Memories: counts,
 		TokensBefore: int(sess.PendingTokens + a.Tokens), TokensAfter: int(sess.PendingTokens),
-	})
-	if err := s.d.Store.AdvanceArchive(ctx, epoch, a, store.StateExtracted, store.StateIndexed, []store.OutboxEntry{done}); err != nil {
+	}
+	if err := s.d.Store.AdvanceArchive(ctx, epoch, a, store.StateExtracted, store.StateIndexed, []store.OutboxEntry{s.event(ev)}); err != nil {
 		return err
 	}
 	s.d.KickOutbox()
+	s.completed.notify(ev)
 	return nil
 }
 

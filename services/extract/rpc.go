@@ -93,8 +93,10 @@ func (s *Service) syncCommit(ctx context.Context, account string, r contract.Com
 		}
 		return contract.CommitResult{}, nothing, err
 	}
-	// Subscribe before queueing so the completion cannot slip past.
+	// Listen before queueing so the completion cannot slip past: on the bus, for a commit run by
+	// another replica, and in process, for one run here (heard before the outbox relays it).
 	done := make(chan contract.Event, 4)
+	defer s.completed.wait(account, r.SessionID, r.RequestID, done)()
 	sub, err := s.d.NC.Subscribe(s.d.Names.Event(contract.EventCommitCompleted, account, r.SessionID), func(m *nats.Msg) {
 		var ev contract.Event
 		if json.Unmarshal(m.Data, &ev) == nil && ev.RequestID == r.RequestID {
@@ -187,32 +189,53 @@ func (s *Service) result(ctx context.Context, account string, ev contract.Event)
 }
 
 // waitIngested returns once no turn event of the session published before the call is
-// still waiting in the TURNS work queue (ingest removes a message only after storing it). It
-// looks every 0.5 ms for the first 5 ms — a turn published just before the call is usually
-// stored within a few milliseconds, and one look is a cheap JetStream request — then twice as
-// long each time up to 20 ms.
+// still waiting to be applied. Ingest removes a message from the TURNS work queue once it has
+// stored it and acked, so every event of the session's subject published before the call is
+// either still queued, at or before the last queued one (newest, read at the call), or stored.
+// The session is caught up when the first queued message of its subject comes after newest
+// (or none is left), or when it is newest itself and SQL says that very event is applied.
+// Ingest records in the session's row, in the transaction that stores a turn, the highest
+// stream sequence it applied to the session (AppliedTurnsSeq), visible before its ack has
+// reached the server and removed the message. That is a maximum, not a watermark: ingest's
+// workers store a session's events out of stream order, so a later event may be applied (and
+// removed) while an earlier one is still queued and unapplied — newest is then that earlier
+// one, and the recorded sequence lies past it. Only a recorded sequence equal to newest says
+// newest is stored; past it, the wait goes on until newest is removed. A turn ingest skips (a
+// heartbeat) is never recorded: its removal ends the wait. It looks every 0.5 ms for the first
+// 5 ms — a turn published just before the call is usually stored within a few milliseconds —
+// then twice as long each time up to 20 ms.
 func (s *Service) waitIngested(ctx context.Context, account, session string) error {
 	stream, err := s.d.JS.Stream(ctx, s.d.Names.Stream(bus.StreamTurns))
 	if err != nil {
 		return err
 	}
-	info, err := stream.Info(ctx)
+	subject := s.d.Names.Turns(account, session)
+	newest, err := stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	last := info.State.LastSeq
-	subject := s.d.Names.Turns(account, session)
+	last := newest.Sequence
 	for looks := 1; ; looks++ {
 		wait := 500 * time.Microsecond
 		if looks > 10 {
 			wait = min(wait<<min(looks-10, 6), 20*time.Millisecond)
 		}
+		applied, err := s.d.Store.AppliedTurnsSeq(ctx, account, session)
+		if err != nil {
+			return err
+		}
 		m, err := stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence > last) {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
+		}
+		if caughtUp(m.Sequence, last, applied) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -220,4 +243,13 @@ func (s *Service) waitIngested(ctx context.Context, account, session string) err
 		case <-time.After(wait):
 		}
 	}
+}
+
+// caughtUp says whether a session is caught up with the turn events published before a sync
+// commit, whose last one still queued at the call had stream sequence newest, when the first
+// of its events still queued is first and SQL records applied as the highest stream sequence
+// ingest applied to the session. applied past newest says nothing of newest: a later event
+// may have been stored first.
+func caughtUp(first, newest, applied uint64) bool {
+	return first > newest || (first == newest && applied == newest)
 }
