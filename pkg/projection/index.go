@@ -28,7 +28,7 @@ func IndexArchive(ctx context.Context, d Deps, a store.Archive) error {
 	if err != nil {
 		return err
 	}
-	msgs, err := d.Store.MessagesBySeq(ctx, a.AccountID, a.SessionID, a.FromSeq, a.ToSeq)
+	msgs, err := d.Store.ArchiveMessages(ctx, a)
 	if err != nil {
 		return fmt.Errorf("archive messages: %w", err)
 	}

@@ -79,7 +79,8 @@ const previousTurnChars = 300
 // lexical overlap before the message is read from SQL) sees it: the points are embedded from
 // their own text first (embedArchivePoints); embedding the earlier turn too measured no
 // better on LoCoMo, and the turn after neither way (README "Recall quality"). pts are in
-// session order, as ArchivePoints returns them and Reconcile reads them.
+// history order (created_at, position), as ArchivePoints returns store.ArchiveMessages' and
+// Reconcile reads them: not seq order, which can differ from the order the turns were said.
 func withPreviousTurn(pts []vector.Point) {
 	prev := ""
 	for i := range pts {

@@ -23,9 +23,12 @@ func Reconcile(ctx context.Context, d Deps, v *vector.Local, log *slog.Logger) e
 	if err != nil {
 		return fmt.Errorf("read embedded memory ids from SQL: %w", err)
 	}
+	// Each archive's messages together, in history order (store.ArchiveMessages' order, which
+	// IndexArchive gives withPreviousTurn): a rebuild writes the keyword text indexing wrote.
 	const archived = `SELECT m.account_id, m.session_id, m.message_id, m.seq, m.role, m.name, m.content, m.created_us, a.id, a.user_id, a.agent_id
 		FROM messages m JOIN archives a ON a.account_id = m.account_id AND a.id = m.archive_id
-		WHERE a.state IN ('indexed', 'summarized') AND m.role <> 'system' ORDER BY m.account_id, m.session_id, m.seq`
+		WHERE a.state IN ('indexed', 'summarized') AND m.role <> 'system'
+		ORDER BY m.account_id, m.session_id, m.archive_id, m.created_us, m.position, m.seq`
 	rows, err := d.Store.DB().QueryContext(ctx, archived)
 	if err != nil {
 		return fmt.Errorf("read archived messages from SQL: %w", err)

@@ -754,6 +754,21 @@ func (s *Store) History(ctx context.Context, account, session string, activeOnly
 	return scanMessages(rows)
 }
 
+// ArchiveMessages returns the messages of an archive's range (FromSeq ≤ seq ≤ ToSeq) in
+// history order: (created_at, position), then seq. seq is the storage order, and ingest's
+// workers may store a session's turns out of the order they were said in (a turn fetched by
+// one worker is stored after the later turns another worker stored first; SPEC §5), while
+// extraction, summaries, the index's previous turn and a reader of the archive want the
+// conversation as it was held.
+func (s *Store) ArchiveMessages(ctx context.Context, a Archive) ([]Message, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT "+messageCols+" FROM messages WHERE account_id = ? AND session_id = ? AND seq BETWEEN ? AND ? ORDER BY created_us, position, seq",
+		a.AccountID, a.SessionID, a.FromSeq, a.ToSeq)
+	if err != nil {
+		return nil, err
+	}
+	return scanMessages(rows)
+}
+
 // MessagesBySeq returns the messages with from ≤ seq ≤ to, in seq order.
 func (s *Store) MessagesBySeq(ctx context.Context, account, session string, from, to int64) ([]Message, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT "+messageCols+" FROM messages WHERE account_id = ? AND session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",

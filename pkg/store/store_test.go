@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -147,6 +148,55 @@ func TestAppliedTurnsSeqIsTheHighestAppliedNotAWatermark(t *testing.T) {
 					}
 				}
 			})
+		}
+	})
+}
+
+// TestArchiveMessagesInHistoryOrder: a session's turns stored out of the order they were said
+// in (ingest's workers may store a later turn first) have seqs in storage order; an archive's
+// messages come back in the order they were said — created_at, then position within a turn.
+func TestArchiveMessagesInHistoryOrder(t *testing.T) {
+	backends(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		said := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+		// Said in the order a1, a2 (one turn, two positions), b, c; stored c, then a, then b.
+		for _, batch := range [][]store.Turn{
+			{turn("acme", "s1", "ec", 3, msg("c", 0, "third", said(3)))},
+			{turn("acme", "s1", "ea", 1, msg("a1", 0, "first", said(1)), msg("a2", 1, "first reply", said(1)))},
+			{turn("acme", "s1", "eb", 2, msg("b", 0, "second", said(2)))},
+		} {
+			if _, err := s.ApplyTurns(ctx, nil, batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids := func(ms []store.Message) []string {
+			var out []string
+			for _, m := range ms {
+				out = append(out, m.MessageID)
+			}
+			return out
+		}
+		bySeq, err := s.MessagesBySeq(ctx, "acme", "s1", 1, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := ids(bySeq), []string{"c", "a1", "a2", "b"}; !slices.Equal(got, want) {
+			t.Fatalf("MessagesBySeq = %v, want storage order %v", got, want)
+		}
+		got, err := s.ArchiveMessages(ctx, store.Archive{AccountID: "acme", SessionID: "s1", FromSeq: 1, ToSeq: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"a1", "a2", "b", "c"}; !slices.Equal(ids(got), want) {
+			t.Fatalf("ArchiveMessages = %v, want history order %v", ids(got), want)
+		}
+		part, err := s.ArchiveMessages(ctx, store.Archive{AccountID: "acme", SessionID: "s1", FromSeq: 1, ToSeq: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"a1", "a2", "c"}; !slices.Equal(ids(part), want) {
+			t.Fatalf("ArchiveMessages of seqs 1-3 = %v, want %v (the range is by seq)", ids(part), want)
 		}
 	})
 }

@@ -32,7 +32,7 @@ const (
 // extract turns an archived range into memory rows (state extracted). Conflicts are resolved
 // first, then duplicates, against the user's rows in SQL under the merge lock.
 func (s *Service) extract(ctx context.Context, epoch int64, a store.Archive) error {
-	msgs, err := s.d.Store.MessagesBySeq(ctx, a.AccountID, a.SessionID, a.FromSeq, a.ToSeq)
+	msgs, err := s.d.Store.ArchiveMessages(ctx, a)
 	if err != nil {
 		return err
 	}

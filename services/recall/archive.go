@@ -182,7 +182,7 @@ func (s *Service) ArchiveSearch(ctx context.Context, account string, req contrac
 	}
 	found := 0
 	for _, a := range archives {
-		msgs, err := s.d.Store.MessagesBySeq(ctx, account, req.SessionID, a.FromSeq, a.ToSeq)
+		msgs, err := s.d.Store.ArchiveMessages(ctx, a)
 		if err != nil {
 			return resp, err
 		}
@@ -247,7 +247,7 @@ func (s *Service) ArchiveExpand(ctx context.Context, account string, req contrac
 	if err := s.ownSession(ctx, account, req.UserID, a.SessionID); err != nil {
 		return resp, err
 	}
-	msgs, err := s.d.Store.MessagesBySeq(ctx, account, a.SessionID, a.FromSeq, a.ToSeq)
+	msgs, err := s.d.Store.ArchiveMessages(ctx, a)
 	if err != nil {
 		return resp, err
 	}

@@ -236,7 +236,7 @@ func (s *Service) Apply(ctx context.Context, account, session string) error {
 		if a.ToSeq <= done {
 			continue
 		}
-		msgs, err := s.d.Store.MessagesBySeq(ctx, account, session, a.FromSeq, a.ToSeq)
+		msgs, err := s.d.Store.ArchiveMessages(ctx, a)
 		if err != nil {
 			return err
 		}
