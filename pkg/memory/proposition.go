@@ -149,6 +149,10 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 		if t.Tag == "RB" && !keepAdverb[low] && (fillers[low] || strings.HasSuffix(low, "ly")) {
 			continue
 		}
+		if n := quantity(toks, i); n > 0 {
+			i += n - 1
+			continue
+		}
 		if isVerbTag(t.Tag) {
 			verbs++
 		}
@@ -581,4 +585,45 @@ func saysMine(toks []prose.Token) bool {
 		}
 	}
 	return false
+}
+
+// quantity is how many tokens at i only say how much of what follows there is, 0 for none:
+// "some" or "many" before a noun phrase ("some new routines"), "all" or "such" before a
+// determiner ("all the support", "all my work", "such a great team"), "much" before a noun
+// ("much joy"), "a lot of", "lots of", "tons of" before a noun phrase, and the focus particle
+// "even" ("even went on a hike"). A degree construction stays ("how much", "as many as",
+// "some of", "even when …", "even more"). The fact is what there is, not how much of it: an
+// observation a reader takes from "I took lots of photos" is that the speaker took photos.
+func quantity(toks []prose.Token, i int) int {
+	next := func(k int) string {
+		if i+k < len(toks) {
+			return toks[i+k].Tag
+		}
+		return ""
+	}
+	nominal := func(tag string) bool {
+		return strings.HasPrefix(tag, "NN") || strings.HasPrefix(tag, "JJ") || tag == "CD" || tag == "VBG"
+	}
+	prev := ""
+	if i > 0 {
+		prev = strings.ToLower(toks[i-1].Text)
+	}
+	if prev == "how" || prev == "as" || prev == "too" || prev == "that" || prev == "of" {
+		return 0
+	}
+	switch low := strings.ToLower(toks[i].Text); {
+	case low == "even" && toks[i].Tag == "RB" && next(1) != "IN" && next(1) != "WRB" && next(1) != "RB":
+		return 1
+	case (low == "some" || low == "many") && nominal(next(1)):
+		return 1
+	case low == "much" && strings.HasPrefix(next(1), "NN"):
+		return 1
+	case (low == "all" || low == "such") && (next(1) == "DT" || next(1) == "PRP$") && !strings.EqualFold(toks[i+1].Text, "that"):
+		return 1
+	case (low == "lots" || low == "tons") && i+2 < len(toks) && strings.EqualFold(toks[i+1].Text, "of") && nominal(next(2)):
+		return 2
+	case low == "a" && i+3 < len(toks) && strings.EqualFold(toks[i+1].Text, "lot") && strings.EqualFold(toks[i+2].Text, "of") && nominal(next(3)):
+		return 3
+	}
+	return 0
 }
