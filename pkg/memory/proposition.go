@@ -588,42 +588,27 @@ func saysMine(toks []prose.Token) bool {
 }
 
 // quantity is how many tokens at i only say how much of what follows there is, 0 for none:
-// "some" or "many" before a noun phrase ("some new routines"), "all" or "such" before a
-// determiner ("all the support", "all my work", "such a great team"), "much" before a noun
-// ("much joy"), "a lot of", "lots of", "tons of" before a noun phrase, and the focus particle
-// "even" ("even went on a hike"). A degree construction stays ("how much", "as many as",
-// "some of", "even when …", "even more"). The fact is what there is, not how much of it: an
-// observation a reader takes from "I took lots of photos" is that the speaker took photos.
+// "some" before a noun phrase ("some new routines"), "all" or "such" before a determiner
+// ("all the support", "all my work", "such a great team"), and the focus particle "even"
+// ("even went on a hike"). A degree construction stays ("some of", "some 20", "all that",
+// "even when …", "even more"). The fact is what there is, not how much of it: what a reader takes from "I
+// baked some bread for all my neighbours" is that the speaker baked bread for the neighbours.
+// "many", "much" and "a lot of" stay: a question asks "how many" and "how much".
 func quantity(toks []prose.Token, i int) int {
-	next := func(k int) string {
-		if i+k < len(toks) {
-			return toks[i+k].Tag
-		}
-		return ""
+	next := ""
+	if i+1 < len(toks) {
+		next = toks[i+1].Tag
 	}
-	nominal := func(tag string) bool {
-		return strings.HasPrefix(tag, "NN") || strings.HasPrefix(tag, "JJ") || tag == "CD" || tag == "VBG"
-	}
-	prev := ""
-	if i > 0 {
-		prev = strings.ToLower(toks[i-1].Text)
-	}
-	if prev == "how" || prev == "as" || prev == "too" || prev == "that" || prev == "of" {
+	if i > 0 && strings.EqualFold(toks[i-1].Text, "of") {
 		return 0
 	}
 	switch low := strings.ToLower(toks[i].Text); {
-	case low == "even" && toks[i].Tag == "RB" && next(1) != "IN" && next(1) != "WRB" && next(1) != "RB":
+	case low == "even" && toks[i].Tag == "RB" && next != "IN" && next != "WRB" && next != "RB":
 		return 1
-	case (low == "some" || low == "many") && nominal(next(1)):
+	case low == "some" && (strings.HasPrefix(next, "NN") || strings.HasPrefix(next, "JJ") || next == "VBG"):
 		return 1
-	case low == "much" && strings.HasPrefix(next(1), "NN"):
+	case (low == "all" || low == "such") && (next == "DT" || next == "PRP$") && !strings.EqualFold(toks[i+1].Text, "that"):
 		return 1
-	case (low == "all" || low == "such") && (next(1) == "DT" || next(1) == "PRP$") && !strings.EqualFold(toks[i+1].Text, "that"):
-		return 1
-	case (low == "lots" || low == "tons") && i+2 < len(toks) && strings.EqualFold(toks[i+1].Text, "of") && nominal(next(2)):
-		return 2
-	case low == "a" && i+3 < len(toks) && strings.EqualFold(toks[i+1].Text, "lot") && strings.EqualFold(toks[i+2].Text, "of") && nominal(next(3)):
-		return 3
 	}
 	return 0
 }

@@ -43,17 +43,15 @@ func TestProposition(t *testing.T) {
 		{"a reaction to the listener's things stays a reaction", "That's great about your new job!", ""},
 		// How much of something there is is no part of the fact (issue 17, fourth round).
 		{"some before a noun phrase goes", "I baked some fresh bread for my neighbours.", "I baked fresh bread for their neighbours."},
-		{"a lot of before a noun goes", "The workshop gave me a lot of ideas for my garden.", "The workshop gave me ideas for their garden."},
-		{"lots of and tons of go", "I took lots of photos and tons of notes at the museum.", "I took photos and notes at the museum."},
-		{"much before a noun goes", "Pottery brings me so much peace.", "Pottery brings me peace."},
-		{"many before a noun phrase goes", "I met many kind volunteers at the food bank.", "I met kind volunteers at the food bank."},
+		{"a lot of stays: a question asks how many", "I took lots of photos and a lot of notes at the museum.", "I took lots of photos and a lot of notes at the museum."},
+		{"much and many stay", "Pottery brings me so much peace and I met many kind potters.", "Pottery brings me much peace and I met many kind potters."},
+		{"some before a number is about and stays", "I planted some tulips and some 20 roses.", "I planted tulips and some 20 roses."},
 		{"all before a determiner goes", "I lost all my notes when my phone broke.", "I lost their notes when their phone broke."},
 		{"such before an article goes", "I am lucky to have such a patient coach.", "I am lucky to have a patient coach."},
 		{"the focus particle even goes", "I even learned to bake sourdough last winter.", "I learned to bake sourdough last winter."},
 		{"even before a clause stays", "I kept running, even when my knee hurt.", "I kept running, even when their knee hurt."},
-		{"how much stays", "I know how much money the trip will cost.", "I know how much money the trip will cost."},
 		{"some of stays", "Some of my cousins moved to Lisbon.", "Some of my cousins moved to Lisbon."},
-		{"as many as stays", "I ran as many miles as my brother this month.", "I ran as many miles as their brother this month."},
+		{"all that stays", "I gave away all that old furniture.", "I gave away all that old furniture."},
 	}
 	tg := newTagger()
 	for _, tc := range cases {
