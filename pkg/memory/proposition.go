@@ -149,8 +149,7 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 		if t.Tag == "RB" && !keepAdverb[low] && (fillers[low] || strings.HasSuffix(low, "ly")) {
 			continue
 		}
-		if n := quantity(toks, i); n > 0 {
-			i += n - 1
+		if quantityWord(toks, i) {
 			continue
 		}
 		if isVerbTag(t.Tag) {
@@ -587,28 +586,28 @@ func saysMine(toks []prose.Token) bool {
 	return false
 }
 
-// quantity is how many tokens at i only say how much of what follows there is, 0 for none:
+// quantityWord reports whether the word at i only says how much of what follows there is:
 // "some" before a noun phrase ("some new routines"), "all" or "such" before a determiner
 // ("all the support", "all my work", "such a great team"), and the focus particle "even"
 // ("even went on a hike"). A degree construction stays ("some of", "some 20", "all that",
-// "even when …", "even more"). The fact is what there is, not how much of it: what a reader takes from "I
-// baked some bread for all my neighbours" is that the speaker baked bread for the neighbours.
-// "many", "much" and "a lot of" stay: a question asks "how many" and "how much".
-func quantity(toks []prose.Token, i int) int {
+// "even when …", "even more"). The fact is what there is, not how much of it: what a reader
+// takes from "I baked some bread for all my neighbours" is that the speaker baked bread for
+// the neighbours. "many", "much" and "a lot of" stay: a question asks "how many", "how much".
+func quantityWord(toks []prose.Token, i int) bool {
 	next := ""
 	if i+1 < len(toks) {
 		next = toks[i+1].Tag
 	}
 	if i > 0 && strings.EqualFold(toks[i-1].Text, "of") {
-		return 0
+		return false
 	}
-	switch low := strings.ToLower(toks[i].Text); {
-	case low == "even" && toks[i].Tag == "RB" && next != "IN" && next != "WRB" && next != "RB":
-		return 1
-	case low == "some" && (strings.HasPrefix(next, "NN") || strings.HasPrefix(next, "JJ") || next == "VBG"):
-		return 1
-	case (low == "all" || low == "such") && (next == "DT" || next == "PRP$") && !strings.EqualFold(toks[i+1].Text, "that"):
-		return 1
+	switch strings.ToLower(toks[i].Text) {
+	case "even":
+		return toks[i].Tag == "RB" && next != "IN" && next != "WRB" && next != "RB"
+	case "some":
+		return strings.HasPrefix(next, "NN") || strings.HasPrefix(next, "JJ") || next == "VBG"
+	case "all", "such":
+		return (next == "DT" || next == "PRP$") && !strings.EqualFold(toks[i+1].Text, "that")
 	}
-	return 0
+	return false
 }
