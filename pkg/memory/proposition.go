@@ -149,6 +149,9 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 		if t.Tag == "RB" && !keepAdverb[low] && (fillers[low] || strings.HasSuffix(low, "ly")) {
 			continue
 		}
+		if quantityWord(toks, i) {
+			continue
+		}
 		if isVerbTag(t.Tag) {
 			verbs++
 		}
@@ -579,6 +582,32 @@ func saysMine(toks []prose.Token) bool {
 		if firstPersonWord[strings.ToLower(t.Text)] {
 			return true
 		}
+	}
+	return false
+}
+
+// quantityWord reports whether the word at i only says how much of what follows there is:
+// "some" before a noun phrase ("some new routines"), "all" or "such" before a determiner
+// ("all the support", "all my work", "such a great team"), and the focus particle "even"
+// ("even went on a hike"). A degree construction stays ("some of", "some 20", "all that",
+// "even when …", "even more"). The fact is what there is, not how much of it: what a reader
+// takes from "I baked some bread for all my neighbours" is that the speaker baked bread for
+// the neighbours. "many", "much" and "a lot of" stay: a question asks "how many", "how much".
+func quantityWord(toks []prose.Token, i int) bool {
+	next := ""
+	if i+1 < len(toks) {
+		next = toks[i+1].Tag
+	}
+	if i > 0 && strings.EqualFold(toks[i-1].Text, "of") {
+		return false
+	}
+	switch strings.ToLower(toks[i].Text) {
+	case "even":
+		return toks[i].Tag == "RB" && next != "IN" && next != "WRB" && next != "RB"
+	case "some":
+		return strings.HasPrefix(next, "NN") || strings.HasPrefix(next, "JJ") || next == "VBG"
+	case "all", "such":
+		return (next == "DT" || next == "PRP$") && !strings.EqualFold(toks[i+1].Text, "that")
 	}
 	return false
 }

@@ -41,6 +41,17 @@ func TestProposition(t *testing.T) {
 		{"a judgement of what to do is the speaker's view", "It's so important to teach kids about recycling.", "I think it is important to teach kids about recycling."},
 		{"a bare judgement stays a reaction", "It's so incredible!", ""},
 		{"a reaction to the listener's things stays a reaction", "That's great about your new job!", ""},
+		// How much of something there is is no part of the fact (issue 17, fourth round).
+		{"some before a noun phrase goes", "I baked some fresh bread for my neighbours.", "I baked fresh bread for their neighbours."},
+		{"a lot of stays: a question asks how many", "I took lots of photos and a lot of notes at the museum.", "I took lots of photos and a lot of notes at the museum."},
+		{"much and many stay", "Pottery brings me so much peace and I met many kind potters.", "Pottery brings me much peace and I met many kind potters."},
+		{"some before a number is about and stays", "I planted some tulips and some 20 roses.", "I planted tulips and some 20 roses."},
+		{"all before a determiner goes", "I lost all my notes when my phone broke.", "I lost their notes when their phone broke."},
+		{"such before an article goes", "I am lucky to have such a patient coach.", "I am lucky to have a patient coach."},
+		{"the focus particle even goes", "I even learned to bake sourdough last winter.", "I learned to bake sourdough last winter."},
+		{"even before a clause stays", "I kept running, even when my knee hurt.", "I kept running, even when their knee hurt."},
+		{"some of stays", "Some of my cousins moved to Lisbon.", "Some of my cousins moved to Lisbon."},
+		{"all that stays", "I gave away all that old furniture.", "I gave away all that old furniture."},
 	}
 	tg := newTagger()
 	for _, tc := range cases {
