@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/vector"
 	"github.com/membus/membus/pkg/vector/vectortest"
 )
@@ -295,17 +296,22 @@ func searchAgainstReference(t *testing.T, opts []vector.LocalOption, check func(
 }
 
 // BenchmarkSearch searches one user's 10k and 100k points (384 dimensions, 95% in the user
-// scope) in every scope, exactly and with the segments quantised (WithExactMax(0)).
+// scope) in every scope, exactly and with the segments quantised (WithExactMax(0)): random
+// Gaussian vectors, and (hash) the hash embedder's vectors of random sentences, sparse as
+// the benchmark of recall's and the LoCoMo eval's are.
 func BenchmarkSearch(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		n    int
+		hash bool
 		opts []vector.LocalOption
 	}{
-		{"exact/10000", 10_000, []vector.LocalOption{vector.WithExactMax(math.MaxInt)}},
-		{"exact/100000", 100_000, []vector.LocalOption{vector.WithExactMax(math.MaxInt)}},
-		{"quantised/10000", 10_000, []vector.LocalOption{vector.WithExactMax(0)}},
-		{"quantised/100000", 100_000, []vector.LocalOption{vector.WithExactMax(0)}},
+		{"exact/10000", 10_000, false, []vector.LocalOption{vector.WithExactMax(math.MaxInt)}},
+		{"exact/100000", 100_000, false, []vector.LocalOption{vector.WithExactMax(math.MaxInt)}},
+		{"quantised/10000", 10_000, false, []vector.LocalOption{vector.WithExactMax(0)}},
+		{"quantised/100000", 100_000, false, []vector.LocalOption{vector.WithExactMax(0)}},
+		{"quantised/hash/10000", 10_000, true, []vector.LocalOption{vector.WithExactMax(0)}},
+		{"quantised/hash/100000", 100_000, true, []vector.LocalOption{vector.WithExactMax(0)}},
 	} {
 		n := c.n
 		b.Run(c.name, func(b *testing.B) {
@@ -316,10 +322,26 @@ func BenchmarkSearch(b *testing.B) {
 			}
 			defer s.Close()
 			r := rand.New(rand.NewPCG(1, 2))
+			point := func() vector.Point {
+				p := randomPoint(r, "a", "u", 384)
+				if c.hash {
+					words := make([]string, 6+r.IntN(8))
+					for i := range words {
+						words[i] = searchWords[r.IntN(len(searchWords))]
+					}
+					p.Text = fmt.Sprintf("%s (note %d)", strings.Join(words, " "), r.IntN(n))
+					vs, err := embed.NewHash().Embed(ctx, []string{p.Text})
+					if err != nil {
+						b.Fatal(err)
+					}
+					p.Vector = vs[0]
+				}
+				return p
+			}
 			for i := 0; i < n; i += 1000 {
 				batch := make([]vector.Point, 1000)
 				for j := range batch {
-					batch[j] = randomPoint(r, "a", "u", 384)
+					batch[j] = point()
 					batch[j].Scope = "user"
 					if j%20 == 0 {
 						batch[j].Scope = "agent"
@@ -331,7 +353,7 @@ func BenchmarkSearch(b *testing.B) {
 			}
 			qs := make([]vector.Point, 64)
 			for i := range qs {
-				qs[i] = randomPoint(r, "a", "u", 384)
+				qs[i] = point()
 			}
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
