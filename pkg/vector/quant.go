@@ -12,6 +12,9 @@ import "math"
 const (
 	// DefaultExactMax is the default largest segment searched exactly.
 	DefaultExactMax = 5000
+	// DefaultSpillMin is the default largest quantised segment whose float32 vectors stay in
+	// memory (25 MB of them at 384 dimensions) for the re-scoring; a larger one spills them.
+	DefaultSpillMin = 16 * blockPoints
 	// quantRescore: candidates re-scored exactly, per candidate an exact search keeps.
 	quantRescore = 4
 	// codeMax and queryMax are the largest magnitudes of a point's codes (int8) and of the

@@ -128,46 +128,90 @@ func TestQuantisedCosineIsClose(t *testing.T) {
 	}
 }
 
-// A segment is quantised once it outgrows the exact maximum and comes back into blocks below
-// half of it; its vectors read back bit for bit either way.
+// A segment is quantised once it outgrows the exact maximum and searched exactly again below
+// half of it; a quantised one spills its vectors once it outgrows the spill minimum and takes
+// them back into memory below half of that (or of the exact maximum). Its vectors read back
+// bit for bit in every state, and a search returns exact scores in every state.
 func TestSegmentSpillsAndComesBack(t *testing.T) {
-	pt := newPartition("a", "u", 10, t.TempDir())
-	defer pt.release()
-	r := rand.New(rand.NewPCG(7, 8))
-	want := map[string][]float32{}
-	var ids []string
-	for i := range 2*blockPoints + 5 {
-		v := make([]float32, 16)
-		for j := range v {
-			v[j] = float32(r.NormFloat64())
-		}
-		id := fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
-		pt.put(Point{ID: id, Scope: "user", Vector: v})
-		want[id], ids = v, append(ids, id)
+	const (
+		exact     = "exact"
+		inMemory  = "quantised, vectors in memory"
+		spilledTo = "quantised, vectors spilled"
+	)
+	type step struct {
+		points int // removed down to this many
+		want   string
 	}
-	check := func(when string, quantised bool) {
-		t.Helper()
-		if s := pt.segs[0]; (s.spill != nil) != quantised || s.err != nil {
-			t.Fatalf("%s: quantised %v (err %v), want %v", when, s.spill != nil, s.err, quantised)
-		}
-		for id, v := range want {
-			p, ok, err := pt.get(id)
-			if !ok || err != nil || !slices.Equal(p.Vector, v) {
-				t.Fatalf("%s: %s = %v, %v, %v; want %v", when, id, p.Vector, ok, err, v)
+	n := 2*blockPoints + 5
+	for _, c := range []struct {
+		name     string
+		spillMin int
+		steps    []step
+	}{
+		{"spill minimum 0: every quantised segment spills", 0,
+			[]step{{n, spilledTo}, {6, spilledTo}, {4, exact}}},
+		{"spill minimum above the segment: the vectors stay in memory", 4 * blockPoints,
+			[]step{{n, inMemory}, {6, inMemory}, {4, exact}}},
+		{"spill minimum in between: spilled, back in memory, exact", blockPoints,
+			[]step{{n, spilledTo}, {blockPoints / 2, spilledTo}, {blockPoints/2 - 1, inMemory}, {6, inMemory}, {4, exact}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pt := newPartition("a", "u", 10, c.spillMin, t.TempDir())
+			defer pt.release()
+			r := rand.New(rand.NewPCG(7, 8))
+			want := map[string][]float32{}
+			var ids []string
+			for i := range n {
+				v := make([]float32, 16)
+				for j := range v {
+					v[j] = float32(r.NormFloat64())
+				}
+				id := fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
+				pt.put(Point{ID: id, Scope: "user", Vector: v})
+				want[id], ids = v, append(ids, id)
 			}
-		}
+			q := make([]float32, 16)
+			for j := range q {
+				q[j] = float32(r.NormFloat64())
+			}
+			for _, st := range c.steps {
+				for len(ids) > st.points { // removals move the last point into each hole
+					pt.remove(ids[0])
+					delete(want, ids[0])
+					ids = ids[1:]
+				}
+				s := pt.segs[0]
+				got := exact
+				switch {
+				case s.quant && s.spill != nil:
+					got = spilledTo
+				case s.quant:
+					got = inMemory
+				case s.spill != nil:
+					got = "spilled but not quantised"
+				}
+				if got != st.want || s.err != nil || (s.spill == nil) != (len(s.blocks) == (st.points+blockPoints-1)/blockPoints) {
+					t.Fatalf("at %d points: %s (err %v, %d blocks), want %s", st.points, got, s.err, len(s.blocks), st.want)
+				}
+				for id, v := range want {
+					p, ok, err := pt.get(id)
+					if !ok || err != nil || !slices.Equal(p.Vector, v) {
+						t.Fatalf("at %d points: %s = %v, %v, %v; want %v", st.points, id, p.Vector, ok, err, v)
+					}
+				}
+				hits, err := pt.search(Filter{Scopes: []string{"user"}}, q, "", 5)
+				if err != nil || len(hits) != min(5, st.points) {
+					t.Fatalf("at %d points: search: %d hits, %v", st.points, len(hits), err)
+				}
+				for _, h := range hits {
+					v := want[h.ID]
+					if d := dense(v, norm(v), q, norm(q)); h.Dense != d {
+						t.Fatalf("at %d points: %s scored %v, exactly %v", st.points, h.ID, h.Dense, d)
+					}
+				}
+			}
+		})
 	}
-	check("grown", true)
-	for _, id := range ids[:len(ids)-6] { // removals move the last point into each hole
-		pt.remove(id)
-		delete(want, id)
-	}
-	check("at 6 points", true)
-	for _, id := range ids[len(ids)-6 : len(ids)-4] {
-		pt.remove(id)
-		delete(want, id)
-	}
-	check("at 4 points, below half the maximum", false)
 }
 
 func BenchmarkDots32(b *testing.B) {
