@@ -657,7 +657,9 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 	wg.Wait()
 	// Re-scored best first by their scan score, the exact top k mostly enters first and few
 	// candidates are admitted only to be pushed out. The order does not change the result: the
-	// heap keeps the k best by (score, id) whatever it is given.
+	// heap keeps the k best by (score, id) whatever it is given. Once it holds k, a candidate
+	// of a quantised segment whose code score is below the k-th exact score by more than the
+	// codes' error bound cannot enter (the k-th score only rises): its vector is not read.
 	var all []cand
 	for w := range heaps {
 		all = append(all, heaps[w].h...)
@@ -665,8 +667,12 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 	slices.SortFunc(all, bestFirst)
 	buf := make([]float32, len(q))
 	t := newTopHeap(k)
+	sqrtDim := math.Sqrt(float64(len(q)))
 	for _, c := range all {
 		s := pt.segs[c.r.seg]
+		if s.quant && len(t.h) == k && c.score+quantErrBound(s.scale[c.r.i], qscale, sqrtDim) < t.h[0].score {
+			continue
+		}
 		v, err := s.loadVec(int(c.r.i), buf)
 		if err != nil {
 			return nil, err
