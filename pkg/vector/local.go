@@ -22,8 +22,8 @@ import (
 // Local is the embedded vector store: cosine over float32 (through int8
 // codes with exact re-scoring for a segment above the exact maximum,
 // quant.go) plus a BM25 inverted index, partitioned by (account, user), held
-// in memory (a quantised segment's float32 vectors in a spill file) and
-// persisted under its directory.
+// in memory (a large quantised segment's float32 vectors in a spill file)
+// and persisted under its directory.
 //
 // Layout:
 //
@@ -42,6 +42,7 @@ type Local struct {
 	model    string
 	dim      int
 	exactMax int
+	spillMin int
 
 	// opMu is held for reading by every operation and for writing by Close
 	// and Rebuild, which replace or retire the partitions.
@@ -82,16 +83,21 @@ type LocalOption func(*Local)
 
 // WithExactMax sets the largest number of points of one user and scope searched exactly
 // (DefaultExactMax by default); a larger one is searched through int8 codes with exact
-// re-scoring and keeps its float32 vectors in a spill file under dir (quant.go). 0 searches
-// every segment that way.
+// re-scoring (quant.go). 0 searches every segment that way.
 func WithExactMax(n int) LocalOption { return func(l *Local) { l.exactMax = max(n, 0) } }
+
+// WithSpillMin sets the largest number of points of one user and scope, searched through
+// codes, whose float32 vectors stay in memory (DefaultSpillMin by default); a larger one keeps
+// them in a spill file under dir and reads back the ones it re-scores. 0 spills every
+// quantised segment.
+func WithSpillMin(n int) LocalOption { return func(l *Local) { l.spillMin = max(n, 0) } }
 
 // OpenLocal opens (or creates) the local store in dir for vectors of model
 // and dim. An existing index built for another model or dimension gives
 // ErrModelMismatch. model "" and dim 0 adopt what the index stores (an error
 // when there is no index yet). Damaged partition files are dropped and
 // listed by Problems; Digest then disagrees with SQL and the caller
-// rebuilds. Options: WithExactMax.
+// rebuilds. Options: WithExactMax, WithSpillMin.
 func OpenLocal(dir string, model string, dim int, opts ...LocalOption) (*Local, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open local vector store: %w", err)
@@ -117,7 +123,7 @@ func OpenLocal(dir string, model string, dim int, opts ...LocalOption) (*Local, 
 				dir, m.Model, m.Dim, model, dim, ErrModelMismatch)
 		}
 	}
-	l := &Local{dir: dir, model: m.Model, dim: m.Dim, exactMax: DefaultExactMax, gen: m.Generation, parts: make(map[partKey]*partition)}
+	l := &Local{dir: dir, model: m.Model, dim: m.Dim, exactMax: DefaultExactMax, spillMin: DefaultSpillMin, gen: m.Generation, parts: make(map[partKey]*partition)}
 	for _, o := range opts {
 		o(l)
 	}
@@ -307,9 +313,10 @@ func (l *Local) begin(ctx context.Context) error {
 	return nil
 }
 
-// newPartition returns an empty partition with the store's exact maximum and spill dir.
+// newPartition returns an empty partition with the store's exact maximum, spill minimum and
+// spill dir.
 func (l *Local) newPartition(account, user string) *partition {
-	return newPartition(account, user, l.exactMax, spillDir(l.dir))
+	return newPartition(account, user, l.exactMax, l.spillMin, spillDir(l.dir))
 }
 
 // partition returns the tenant's partition, creating it when create is set.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -183,27 +184,38 @@ func TestLocalSearchMatchesReference(t *testing.T) {
 
 // TestQuantisedSearchRecall runs the same searches with every segment quantised: each hit's
 // scores are exact, the keyword side is the reference's, and the hits are the reference's
-// but for a few points the codes rank out of the re-scored candidates.
+// but for a few points the codes rank out of the re-scored candidates. Whether the re-scoring
+// reads the vectors from memory or from the spill file changes nothing in the hits.
 func TestQuantisedSearchRecall(t *testing.T) {
-	found, total := 0, 0
-	searchAgainstReference(t, []vector.LocalOption{vector.WithExactMax(0)}, func(t *testing.T, where string, got, want []vector.Hit, exact func(id string) (vector.Hit, bool)) {
-		for _, g := range got {
-			w, ok := exact(g.ID)
-			if !ok || math.Abs(g.Dense-w.Dense) > 1e-12 || math.Abs(g.Keyword-w.Keyword) > 1e-9 || g.Point.Vector != nil {
-				t.Fatalf("%s: hit %s %.12f %.9f, exactly %+v (found %v)", where, g.ID, g.Dense, g.Keyword, w, ok)
+	var results [2][][]vector.Hit
+	for v, opts := range [][]vector.LocalOption{
+		{vector.WithExactMax(0)},                         // vectors in memory
+		{vector.WithExactMax(0), vector.WithSpillMin(0)}, // vectors spilled
+	} {
+		found, total := 0, 0
+		searchAgainstReference(t, opts, func(t *testing.T, where string, got, want []vector.Hit, exact func(id string) (vector.Hit, bool)) {
+			results[v] = append(results[v], got)
+			for _, g := range got {
+				w, ok := exact(g.ID)
+				if !ok || math.Abs(g.Dense-w.Dense) > 1e-12 || math.Abs(g.Keyword-w.Keyword) > 1e-9 || g.Point.Vector != nil {
+					t.Fatalf("%s: hit %s %.12f %.9f, exactly %+v (found %v)", where, g.ID, g.Dense, g.Keyword, w, ok)
+				}
 			}
-		}
-		for _, w := range want {
-			total++
-			if slices.ContainsFunc(got, func(g vector.Hit) bool { return g.ID == w.ID }) {
-				found++
+			for _, w := range want {
+				total++
+				if slices.ContainsFunc(got, func(g vector.Hit) bool { return g.ID == w.ID }) {
+					found++
+				}
 			}
+		})
+		if r := float64(found) / float64(total); r < 0.98 {
+			t.Fatalf("recall %.4f (%d of %d reference hits), want at least 0.98", r, found, total)
+		} else {
+			t.Logf("recall %.4f (%d of %d reference hits)", r, found, total)
 		}
-	})
-	if r := float64(found) / float64(total); r < 0.98 {
-		t.Fatalf("recall %.4f (%d of %d reference hits), want at least 0.98", r, found, total)
-	} else {
-		t.Logf("recall %.4f (%d of %d reference hits)", r, found, total)
+	}
+	if len(results[0]) == 0 || !reflect.DeepEqual(results[0], results[1]) {
+		t.Fatalf("%d searches with the vectors in memory, %d spilled: the hits differ", len(results[0]), len(results[1]))
 	}
 }
 
@@ -222,7 +234,8 @@ func searchAgainstReference(t *testing.T, opts []vector.LocalOption, check func(
 		var batch []vector.Point
 		for range 700 {
 			p := randomPoint(r, acct, user, vectortest.Dim)
-			if len(order) > 0 && r.IntN(5) == 0 { // replace an existing point
+			p.ID = fmt.Sprintf("%08x-0000-4000-8000-%012x", r.Uint32(), r.Uint64()>>16) // the same points on every run
+			if len(order) > 0 && r.IntN(5) == 0 {                                       // replace an existing point
 				p.ID = order[r.IntN(len(order))]
 			}
 			batch = append(batch, p)
@@ -296,9 +309,10 @@ func searchAgainstReference(t *testing.T, opts []vector.LocalOption, check func(
 }
 
 // BenchmarkSearch searches one user's 10k and 100k points (384 dimensions, 95% in the user
-// scope) in every scope, exactly and with the segments quantised (WithExactMax(0)): random
-// Gaussian vectors, and (hash) the hash embedder's vectors of random sentences, sparse as
-// the benchmark of recall's and the LoCoMo eval's are.
+// scope) in every scope, exactly and with the segments quantised (WithExactMax(0); their
+// vectors in memory up to DefaultSpillMin points, spilled beyond it, or always spilled with
+// WithSpillMin(0)): random Gaussian vectors, and (hash) the hash embedder's vectors of random
+// sentences, sparse as the benchmark of recall's and the LoCoMo eval's are.
 func BenchmarkSearch(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -312,6 +326,8 @@ func BenchmarkSearch(b *testing.B) {
 		{"quantised/100000", 100_000, false, []vector.LocalOption{vector.WithExactMax(0)}},
 		{"quantised/hash/10000", 10_000, true, []vector.LocalOption{vector.WithExactMax(0)}},
 		{"quantised/hash/100000", 100_000, true, []vector.LocalOption{vector.WithExactMax(0)}},
+		{"exact/hash/10000", 10_000, true, []vector.LocalOption{vector.WithExactMax(math.MaxInt)}},
+		{"spilled/hash/10000", 10_000, true, []vector.LocalOption{vector.WithExactMax(0), vector.WithSpillMin(0)}},
 	} {
 		n := c.n
 		b.Run(c.name, func(b *testing.B) {

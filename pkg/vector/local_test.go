@@ -21,10 +21,16 @@ func TestLocalConformance(t *testing.T) {
 	vectortest.Run(t, func(t *testing.T) vector.Store { return openLocal(t, t.TempDir()) })
 }
 
-// The same suite with every segment quantised (its vectors spilled, searched through their
-// codes with exact re-scoring).
+// The same suite with every segment quantised (searched through their codes with exact
+// re-scoring), the vectors in memory or spilled.
 func TestLocalConformanceQuantised(t *testing.T) {
 	vectortest.Run(t, func(t *testing.T) vector.Store { return openLocal(t, t.TempDir(), vector.WithExactMax(0)) })
+}
+
+func TestLocalConformanceSpilled(t *testing.T) {
+	vectortest.Run(t, func(t *testing.T) vector.Store {
+		return openLocal(t, t.TempDir(), vector.WithExactMax(0), vector.WithSpillMin(0))
+	})
 }
 
 func TestLocalReopen(t *testing.T) {
@@ -34,6 +40,7 @@ func TestLocalReopen(t *testing.T) {
 	}{
 		{"exact", nil},
 		{"quantised", []vector.LocalOption{vector.WithExactMax(0)}},
+		{"spilled", []vector.LocalOption{vector.WithExactMax(0), vector.WithSpillMin(0)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

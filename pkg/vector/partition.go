@@ -45,9 +45,10 @@ type partition struct {
 	user    string
 	file    string // file name stem under the generation dir
 
-	// exactMax: a segment with more points is quantised (segment_vectors.go), its vectors
-	// spilled under spillDir ("": never).
+	// exactMax: a segment with more points is quantised (segment_vectors.go); spillMin: a
+	// quantised one with more points spills its vectors under spillDir ("": never).
 	exactMax int
+	spillMin int
 	spillDir string
 
 	ids      map[string]ref // point id -> where it is
@@ -70,18 +71,20 @@ type ref struct {
 	i   int32
 }
 
-// segment holds the points of one scope: vectors in contiguous blocks (or,
-// once quantised, int8 codes in blocks and the vectors in a spill file:
-// segment_vectors.go), metadata and BM25 postings indexed by the point's
-// position. A removal moves the last point into the hole.
+// segment holds the points of one scope: vectors in contiguous blocks (once
+// quantised, int8 codes in blocks too, and beyond the spill minimum the
+// vectors in a spill file instead: segment_vectors.go), metadata and BM25
+// postings indexed by the point's position. A removal moves the last point
+// into the hole.
 type segment struct {
 	scope    string
 	dim      int
-	blocks   []vecBlock  // blockPoints vectors each (nil when quantised)
+	blocks   []vecBlock  // blockPoints vectors each (nil when spilled)
+	quant    bool        // searched through codes
 	codes    []codeBlock // quantised: blockPoints codes each
 	scale    []float32   // quantised: the codes' scale by position (quantise)
-	spill    *spillFile  // quantised: the float32 vectors by position
-	noSpill  bool        // a spill failed: the segment stays in blocks
+	spill    *spillFile  // spilled: the float32 vectors by position
+	noSpill  bool        // a spill failed: the vectors stay in blocks
 	err      error       // a spilled vector could not be read back: searches fail with it
 	norms    []float64   // L2 norm of each vector
 	inv      []float32   // 1/norm (0 for a zero vector), for the scan
@@ -109,14 +112,16 @@ type termFreq struct{ term, tf int32 }
 type posting struct{ i, tf int32 }
 
 // newPartition returns an empty partition whose segments of more than
-// exactMax points are quantised, their vectors spilled under spillDir (""
-// keeps every segment exact).
-func newPartition(account, user string, exactMax int, spillDir string) *partition {
+// exactMax points are quantised, and of more than spillMin (and exactMax)
+// points have their vectors spilled under spillDir ("" keeps every
+// segment exact).
+func newPartition(account, user string, exactMax, spillMin int, spillDir string) *partition {
 	return &partition{
 		account:  account,
 		user:     user,
 		file:     partitionFile(account, user),
 		exactMax: exactMax,
+		spillMin: spillMin,
 		spillDir: spillDir,
 		ids:      make(map[string]ref),
 		termIDs:  make(map[string]int32),
@@ -212,9 +217,12 @@ func (pt *partition) put(p Point) {
 	pt.ids[p.ID] = ref{seg: si, i: int32(i)}
 	pt.n++
 	pt.totalLen += int(m.length)
-	if s.spill == nil && !s.noSpill && pt.spillDir != "" && s.len() > pt.exactMax {
+	if !s.quant && pt.spillDir != "" && s.len() > pt.exactMax {
+		s.quantise()
+	}
+	if s.quant && s.spill == nil && !s.noSpill && s.len() > pt.spillMin {
 		if err := s.spillTo(pt.spillDir); err != nil {
-			s.noSpill = true // searched exactly, from memory, as below the maximum
+			s.noSpill = true // the vectors stay in memory, as below the minimum
 		}
 	}
 }
@@ -227,7 +235,10 @@ func (pt *partition) trim() {
 	pt.terms = nil
 	for _, s := range pt.segs {
 		s.meta, s.lens, s.norms = slices.Clone(s.meta), slices.Clone(s.lens), slices.Clone(s.norms)
-		s.inv, s.scale = slices.Clone(s.inv), slices.Clone(s.scale)
+		s.inv = slices.Clone(s.inv)
+		if s.quant {
+			s.scale = slices.Clone(s.scale)
+		}
 		for t, ps := range s.postings {
 			if cap(ps) > len(ps) {
 				s.postings[t] = slices.Clone(ps)
@@ -293,10 +304,13 @@ func (pt *partition) remove(id string) {
 	s.norms = s.norms[:last]
 	s.inv = s.inv[:last]
 	s.dropLast(n)
-	if s.spill != nil {
+	if s.quant {
 		s.scale = s.scale[:last]
-		if last < pt.exactMax/2 {
-			_ = s.unspill(last) // on a read error it stays quantised
+		if s.spill != nil && (last < pt.spillMin/2 || last < pt.exactMax/2) {
+			_ = s.unspill(last) // on a read error the vectors stay spilled
+		}
+		if s.spill == nil && last < pt.exactMax/2 {
+			s.dequantise()
 		}
 	}
 }
@@ -555,7 +569,7 @@ func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, in
 	var dots [blockPoints]int32
 	var fdots [blockPoints]float32
 	o := (from % blockPoints) * s.dim
-	if s.spill != nil {
+	if s.quant {
 		dotsInt8(qc, s.codes[from/blockPoints].c[o:], s.dim, dots[:to-from])
 	} else {
 		dots32(q, s.blocks[from/blockPoints].v[o:], s.dim, fdots[:to-from])
@@ -565,7 +579,7 @@ func (pt *partition) scanRange(f Filter, si int32, from, to int, q []float32, in
 			continue
 		}
 		var x float32
-		if s.spill != nil {
+		if s.quant {
 			x = float32(dots[i-from]) * s.scale[i] * qscale
 		} else {
 			x = fdots[i-from] * s.inv[i] * invQ
@@ -602,7 +616,7 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 		if s.err != nil {
 			return nil, s.err
 		}
-		if s.spill != nil && qc == nil {
+		if s.quant && qc == nil {
 			qc = make([]int16, s.dim)
 			qscale = quantiseQuery(q, invQ, qc)
 			keep *= quantRescore
@@ -611,7 +625,7 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 		for from := 0; from < n; from += blockPoints {
 			jobs = append(jobs, job{si, from, min(from+blockPoints, n)})
 		}
-		if s.spill != nil {
+		if s.quant {
 			total += n / quantCost
 		} else {
 			total += n
@@ -643,7 +657,9 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 	wg.Wait()
 	// Re-scored best first by their scan score, the exact top k mostly enters first and few
 	// candidates are admitted only to be pushed out. The order does not change the result: the
-	// heap keeps the k best by (score, id) whatever it is given.
+	// heap keeps the k best by (score, id) whatever it is given. Once it holds k, a candidate
+	// of a quantised segment whose code score is below the k-th exact score by more than the
+	// codes' error bound cannot enter (the k-th score only rises): its vector is not read.
 	var all []cand
 	for w := range heaps {
 		all = append(all, heaps[w].h...)
@@ -651,8 +667,12 @@ func (pt *partition) denseTop(f Filter, segs []int32, q []float32, qn float64, k
 	slices.SortFunc(all, bestFirst)
 	buf := make([]float32, len(q))
 	t := newTopHeap(k)
+	sqrtDim := math.Sqrt(float64(len(q)))
 	for _, c := range all {
 		s := pt.segs[c.r.seg]
+		if s.quant && len(t.h) == k && c.score+quantErrBound(s.scale[c.r.i], qscale, sqrtDim) < t.h[0].score {
+			continue
+		}
 		v, err := s.loadVec(int(c.r.i), buf)
 		if err != nil {
 			return nil, err

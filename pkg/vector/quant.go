@@ -12,6 +12,9 @@ import "math"
 const (
 	// DefaultExactMax is the default largest segment searched exactly.
 	DefaultExactMax = 5000
+	// DefaultSpillMin is the default largest quantised segment whose float32 vectors stay in
+	// memory (25 MB of them at 384 dimensions) for the re-scoring; a larger one spills them.
+	DefaultSpillMin = 16 * blockPoints
 	// quantRescore: candidates re-scored exactly, per candidate an exact search keeps.
 	quantRescore = 4
 	// codeMax and queryMax are the largest magnitudes of a point's codes (int8) and of the
@@ -25,6 +28,20 @@ const (
 // share: cos(v, q) ≈ scale · qscale · Σ code·qcode.
 func quantise(v []float32, inv float32, code []int8) float32 {
 	return quantiseTo(v, inv, code, codeMax)
+}
+
+// quantErrSlack bounds, with a wide margin, what quantErrBound leaves out: the float32
+// roundings in computing the codes, their scales and the scan's product (a few parts in 10⁷
+// of a cosine) and the product of the two rounding errors (about 10⁻⁶ at 384 dimensions).
+const quantErrSlack = 1e-4
+
+// quantErrBound bounds |code score - exact cosine| of a point with code scale scale against a
+// query with code scale qscale, sqrtDim = √dim. Each code is its scaled component rounded, off
+// by at most half a step (scale/2 for the point, qscale/2 for the query); the cosine of two
+// unit vectors moves by at most the norm of such an error vector, √dim·scale/2 (Cauchy–Schwarz),
+// plus the query's, √dim·qscale/2. The scan's clamping to [0, 1] cannot widen the gap.
+func quantErrBound(scale, qscale float32, sqrtDim float64) float64 {
+	return 0.5*sqrtDim*(float64(scale)+float64(qscale)) + quantErrSlack
 }
 
 // quantiseQuery is quantise for the query, into int16 codes up to queryMax.

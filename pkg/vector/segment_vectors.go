@@ -2,9 +2,12 @@ package vector
 
 // A segment's float32 vectors live in off-heap blocks while it is searched exactly. Once it
 // has more points than the store's exact maximum it is quantised: int8 codes (quant.go) in
-// off-heap blocks are what a search scans, and the float32 vectors move to a spill file
-// (spill.go), read back for the candidates a search re-scores and the points it returns.
-// Below half the maximum the vectors come back into blocks.
+// off-heap blocks are what a search scans, and the float32 vectors re-score the candidates.
+// They stay in their blocks while the segment has at most the store's spill minimum of points
+// (a re-scoring then reads memory: no system call per candidate); beyond it they move to a
+// spill file (spill.go), read back for the candidates a search re-scores and the points it
+// returns, and come back into blocks below half the minimum. Below half the exact maximum the
+// codes are dropped and the segment is searched exactly again.
 
 // code returns the codes of point i (not a copy). Quantised segments only.
 func (s *segment) code(i int) []int8 {
@@ -17,7 +20,7 @@ func (s *segment) code(i int) []int8 {
 // is 1/‖v‖ (0 for a zero vector). A spill write that fails brings the vectors back into
 // blocks.
 func (s *segment) storeVec(i int, v []float32, inv float32) {
-	if s.spill != nil {
+	if s.quant {
 		for i/blockPoints >= len(s.codes) {
 			s.codes = append(s.codes, newCodeBlock(blockPoints*s.dim))
 		}
@@ -27,6 +30,8 @@ func (s *segment) storeVec(i int, v []float32, inv float32) {
 		} else {
 			s.scale[i] = sc
 		}
+	}
+	if s.spill != nil {
 		if err := s.spill.write(i, v); err == nil {
 			return
 		}
@@ -42,8 +47,8 @@ func (s *segment) storeVec(i int, v []float32, inv float32) {
 	copy(s.vec(i), v)
 }
 
-// loadVec returns the vector of position i: the stored slice itself for a segment searched
-// exactly, else read into buf (len dim).
+// loadVec returns the vector of position i: the stored slice itself when the vectors are in
+// blocks, else read from the spill file into buf (len dim).
 func (s *segment) loadVec(i int, buf []float32) ([]float32, error) {
 	if s.spill == nil {
 		return s.vec(i), nil
@@ -54,10 +59,15 @@ func (s *segment) loadVec(i int, buf []float32) ([]float32, error) {
 	return buf, nil
 }
 
-// moveVec moves the vector of position from to position to (a removal filling its hole).
+// moveVec moves the vector (and code) of position from to position to (a removal filling its
+// hole).
 func (s *segment) moveVec(to, from int) error {
 	if s.spill == nil {
 		copy(s.vec(to), s.vec(from))
+		if s.quant {
+			copy(s.code(to), s.code(from))
+			s.scale[to] = s.scale[from]
+		}
 		return nil
 	}
 	v, err := s.loadVec(from, make([]float32, s.dim))
@@ -75,56 +85,68 @@ func (s *segment) dropLast(n int) {
 	if last%blockPoints != 0 {
 		return
 	}
-	if s.spill != nil {
+	if s.quant {
 		s.codes[len(s.codes)-1].free()
 		s.codes = s.codes[:len(s.codes)-1]
-		return
 	}
-	s.blocks[len(s.blocks)-1].free()
-	s.blocks = s.blocks[:len(s.blocks)-1]
+	if s.spill == nil {
+		s.blocks[len(s.blocks)-1].free()
+		s.blocks = s.blocks[:len(s.blocks)-1]
+	}
 }
 
-// spillTo quantises the segment: codes of every point, vectors moved to a spill file under
-// dir, blocks freed. On an error the segment stays as it was.
+// quantise gives every point of the segment its codes; the vectors stay where they are.
+func (s *segment) quantise() {
+	n := s.len()
+	codes := make([]codeBlock, 0, (n+blockPoints-1)/blockPoints)
+	scale := make([]float32, n)
+	for from := 0; from < n; from += blockPoints {
+		cb := newCodeBlock(blockPoints * s.dim)
+		codes = append(codes, cb)
+		for i := from; i < min(from+blockPoints, n); i++ {
+			o := (i - from) * s.dim
+			scale[i] = quantise(s.vec(i), s.inv[i], cb.c[o:o+s.dim])
+		}
+	}
+	s.codes, s.scale, s.quant = codes, scale, true
+}
+
+// dequantise drops the codes: the segment is searched exactly, from its blocks (the vectors
+// must be in them).
+func (s *segment) dequantise() {
+	for i := range s.codes {
+		s.codes[i].free()
+	}
+	s.codes, s.scale, s.quant = nil, nil, false
+}
+
+// spillTo moves the vectors of a quantised segment to a spill file under dir and frees their
+// blocks. On an error the segment stays as it was.
 func (s *segment) spillTo(dir string) error {
 	sf, err := openSpill(dir, s.dim)
 	if err != nil {
 		return err
 	}
 	n := s.len()
-	codes := make([]codeBlock, 0, len(s.blocks))
-	scale := make([]float32, n)
-	fail := func(err error) error {
-		for i := range codes {
-			codes[i].free()
-		}
-		sf.close()
-		return err
-	}
 	for b := range s.blocks {
 		from, to := b*blockPoints, min((b+1)*blockPoints, n)
 		if from >= to {
 			break
 		}
 		if _, err := sf.f.WriteAt(floatBytes(s.blocks[b].v[:(to-from)*s.dim]), int64(from)*int64(s.dim)*4); err != nil {
-			return fail(err)
-		}
-		cb := newCodeBlock(blockPoints * s.dim)
-		codes = append(codes, cb)
-		for i := from; i < to; i++ {
-			o := (i - from) * s.dim
-			scale[i] = quantise(s.vec(i), s.inv[i], cb.c[o:o+s.dim])
+			sf.close()
+			return err
 		}
 	}
 	for b := range s.blocks {
 		s.blocks[b].free()
 	}
-	s.blocks, s.codes, s.scale, s.spill = nil, codes, scale, sf
+	s.blocks, s.spill = nil, sf
 	return nil
 }
 
-// unspill moves the vectors of positions [0, n) back into blocks and drops the codes and the
-// spill file. On a read error the segment stays quantised.
+// unspill moves the vectors of positions [0, n) back into blocks and closes the spill file;
+// the codes stay. On a read error the vectors stay spilled.
 func (s *segment) unspill(n int) error {
 	blocks := make([]vecBlock, 0, (n+blockPoints-1)/blockPoints)
 	for from := 0; from < n; from += blockPoints {
@@ -138,20 +160,9 @@ func (s *segment) unspill(n int) error {
 			return err
 		}
 	}
-	s.releaseQuant()
-	s.blocks = blocks
+	s.spill.close()
+	s.blocks, s.spill = blocks, nil
 	return nil
-}
-
-// releaseQuant frees the codes and closes the spill file.
-func (s *segment) releaseQuant() {
-	for i := range s.codes {
-		s.codes[i].free()
-	}
-	if s.spill != nil {
-		s.spill.close()
-	}
-	s.codes, s.scale, s.spill = nil, nil, nil
 }
 
 // release frees every block and the spill file.
@@ -160,5 +171,9 @@ func (s *segment) release() {
 		s.blocks[i].free()
 	}
 	s.blocks = nil
-	s.releaseQuant()
+	if s.spill != nil {
+		s.spill.close()
+		s.spill = nil
+	}
+	s.dequantise()
 }

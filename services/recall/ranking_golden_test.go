@@ -56,12 +56,19 @@ func TestRecallRankingGolden(t *testing.T) {
 	var out strings.Builder
 	inactive := map[string]bool{} // candidates dropped as inactive in SQL (superseded, deleted, foreign)
 	stray := ""
+	recorded := map[string]string{} // a mode's lines by the name they are recorded under
 	for _, mode := range []struct {
-		name     string
-		exactMax int
-	}{{"exact", math.MaxInt}, {"quantised", 64}} {
-		g := newGoldenEnv(t, mode.exactMax)
+		name, record       string // record: the recording's mode whose lines this one gives
+		exactMax, spillMin int
+	}{
+		{"exact", "exact", math.MaxInt, 0},
+		{"quantised", "quantised", 64, math.MaxInt},
+		// the vectors re-scored from the spill file instead of memory: the same lines
+		{"quantised, vectors spilled", "quantised", 64, 0},
+	} {
+		g := newGoldenEnv(t, mode.exactMax, mode.spillMin)
 		stray = g.stray
+		var lines strings.Builder
 		for _, v := range variants {
 			cfg := Defaults()
 			if v.cfg != nil {
@@ -95,12 +102,20 @@ func TestRecallRankingGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				sum := sha256.Sum256(b)
-				fmt.Fprintf(&out, "%s / %s / %q: %d items, %d traced, response sha256 %s\n", mode.name, v.name, q, len(resp.Items), len(resp.Trace), hex.EncodeToString(sum[:8]))
+				fmt.Fprintf(&lines, "%s / %s / %q: %d items, %d traced, response sha256 %s\n", mode.record, v.name, q, len(resp.Items), len(resp.Trace), hex.EncodeToString(sum[:8]))
 				for _, it := range resp.Items {
-					fmt.Fprintf(&out, "  %s %s %s\n", it.ID, it.Kind, strconv.FormatFloat(it.Score, 'g', -1, 64))
+					fmt.Fprintf(&lines, "  %s %s %s\n", it.ID, it.Kind, strconv.FormatFloat(it.Score, 'g', -1, 64))
 				}
 			}
 		}
+		if prev, ok := recorded[mode.record]; ok {
+			if prev != lines.String() {
+				t.Fatalf("%s: the ranking differs from %s's", mode.name, mode.record)
+			}
+			continue
+		}
+		recorded[mode.record] = lines.String()
+		out.WriteString(lines.String())
 	}
 	if len(inactive) < 5 || !inactive[stray] {
 		t.Fatalf("%d candidates dropped as inactive in SQL (stray foreign point among them: %v): the set no longer exercises the check",
@@ -153,9 +168,9 @@ func goldenSentence(r *rand.Rand, n int) string {
 }
 
 // newGoldenEnv seeds the set TestRecallRankingGolden ranks, into a local index that searches
-// segments of more than exactMax points through int8 codes. Everything is deterministic: ids,
-// texts, clocks.
-func newGoldenEnv(t *testing.T, exactMax int) *goldenEnv {
+// segments of more than exactMax points through int8 codes (their vectors spilled beyond
+// spillMin). Everything is deterministic: ids, texts, clocks.
+func newGoldenEnv(t *testing.T, exactMax, spillMin int) *goldenEnv {
 	t.Helper()
 	ctx := context.Background()
 	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -170,7 +185,7 @@ func newGoldenEnv(t *testing.T, exactMax int) *goldenEnv {
 	}
 	t.Cleanup(func() { st.Close() })
 	emb := embed.NewHash()
-	lv, err := vector.OpenLocal(t.TempDir(), emb.Model(), emb.Dim(), vector.WithExactMax(exactMax))
+	lv, err := vector.OpenLocal(t.TempDir(), emb.Model(), emb.Dim(), vector.WithExactMax(exactMax), vector.WithSpillMin(spillMin))
 	if err != nil {
 		t.Fatal(err)
 	}
