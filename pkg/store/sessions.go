@@ -105,7 +105,8 @@ type Trigger func(p Pending) (requestedUpto int64, entries []OutboxEntry, err er
 // partition the call's time but for the sort of the batch.
 const (
 	// StageSQLBegin is BEGIN, with the wait for a pooled connection and for the write lock
-	// (SQLite's BEGIN IMMEDIATE), and the pause before retrying a conflicting transaction.
+	// (on SQLite the process's write gate, wal.go, then BEGIN IMMEDIATE), and the pause before
+	// retrying a conflicting transaction.
 	StageSQLBegin = "sql_begin"
 	// StageSQLSessions is the session rows: the batch's tombstone check, the locked read of
 	// its sessions and the insert of the missing ones (MySQL row-lock waits included), and the
