@@ -105,7 +105,8 @@ type Trigger func(p Pending) (requestedUpto int64, entries []OutboxEntry, err er
 // partition the call's time but for the sort of the batch.
 const (
 	// StageSQLBegin is BEGIN, with the wait for a pooled connection and for the write lock
-	// (SQLite's BEGIN IMMEDIATE), and the pause before retrying a conflicting transaction.
+	// (on SQLite the process's write gate, wal.go, then BEGIN IMMEDIATE), and the pause before
+	// retrying a conflicting transaction.
 	StageSQLBegin = "sql_begin"
 	// StageSQLSessions is the session rows: the batch's tombstone check, the locked read of
 	// its sessions and the insert of the missing ones (MySQL row-lock waits included), and the
@@ -446,20 +447,16 @@ func (s *Store) planMessages(turns []Turn, groups []*sessionBatch, results []App
 // every row was stored (false: it stopped at the first statement that dropped one).
 func (s *Store) insertMessageRows(ctx context.Context, tx *sql.Tx, rows []newMessage) (all bool, err error) {
 	all = true
-	err = inChunks(len(rows), maxMessageRows, func(lo, hi int) error {
+	err = s.messageChunks(len(rows), func(lo, hi int) error {
 		if !all {
 			return nil
 		}
-		vals := make([]string, 0, hi-lo)
 		args := make([]any, 0, 12*(hi-lo))
 		for _, r := range rows[lo:hi] {
-			vals = append(vals, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, r.t.AccountID, r.t.SessionID, r.seq, r.m.MessageID, r.t.EventID, r.m.Position, r.m.Role, r.m.Name,
 				r.m.Content, string(r.m.Parts), r.m.Tokens, r.m.CreatedAt.UnixMicro())
 		}
-		res, err := tx.ExecContext(ctx, s.insertIgnore()+` messages
-			(account_id, session_id, seq, message_id, event_id, position, role, name, content, parts, tokens, created_us)
-			VALUES `+strings.Join(vals, ", "), args...)
+		res, err := s.execRows(ctx, tx, insertMessagesSQL(s.insertIgnore(), hi-lo), args)
 		if err != nil {
 			return fmt.Errorf("insert messages: %w", err)
 		}
@@ -471,6 +468,50 @@ func (s *Store) insertMessageRows(ctx context.Context, tx *sql.Tx, rows []newMes
 		return nil
 	})
 	return all, err
+}
+
+// insertMessagesSQL is the multi-row insert of n message rows.
+func insertMessagesSQL(insert string, n int) string {
+	return insert + " messages (account_id, session_id, seq, message_id, event_id, position, role, name, content, parts, tokens, created_us) VALUES " +
+		"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n-1)
+}
+
+// messageChunks calls fn with the chunks [lo, hi) of items rows that insertMessageRows
+// sends as one statement each. On MySQL (the driver interpolates the arguments: a statement
+// is one round trip, whatever its text) they are chunks of maxMessageRows and a remainder.
+// On SQLite the remainder is split into powers of two, so a statement has one of nine texts
+// and execRows runs it prepared: parsing a fresh statement of hundreds of rows cost about a
+// fifth of the messages' insert.
+func (s *Store) messageChunks(items int, fn func(lo, hi int) error) error {
+	if s.dialect != SQLite {
+		return inChunks(items, maxMessageRows, fn)
+	}
+	for lo := 0; lo < items; {
+		n := maxMessageRows
+		for n > items-lo {
+			n /= 2
+		}
+		if err := fn(lo, lo+n); err != nil {
+			return err
+		}
+		lo += n
+	}
+	return nil
+}
+
+// execRows runs a write inside tx; on SQLite through the statement prepared once for query
+// (per connection, by database/sql: see prepared).
+func (s *Store) execRows(ctx context.Context, tx *sql.Tx, query string, args []any) (sql.Result, error) {
+	if s.dialect != SQLite {
+		return tx.ExecContext(ctx, query, args...)
+	}
+	st, err := s.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	txst := tx.StmtContext(ctx, st)
+	defer txst.Close()
+	return txst.ExecContext(ctx, args...)
 }
 
 // deleteFrom deletes the messages at or after the seq each locked session started the batch
@@ -541,7 +582,8 @@ func (s *Store) readKeys(ctx context.Context, tx *sql.Tx, into map[string]bool, 
 	return rows.Err()
 }
 
-// maxMessageRows bounds the rows of one multi-row message insert (12 parameters a row).
+// maxMessageRows bounds the rows of one multi-row message insert (12 parameters a row); a
+// power of two (messageChunks).
 const maxMessageRows = 256
 
 // finishSessions asks the trigger about each session, writes the outbox entries of those

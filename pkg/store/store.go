@@ -42,6 +42,10 @@ type Store struct {
 	claimMu sync.Mutex
 	// stmts holds the statements prepared once (query text → *sql.Stmt), SQLite only (query).
 	stmts sync.Map
+	// writeGate queues this process's write transactions, walKick, walStop and walDone drive
+	// the background checkpoints: SQLite only (wal.go).
+	writeGate, walKick, walStop, walDone chan struct{}
+	walStopOnce                          sync.Once
 }
 
 // Option configures a Store.
@@ -53,17 +57,23 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // OpenSQLite opens (creating) the SQLite database at path and applies the migrations. Every
 // connection runs with secure_delete on: deleted rows are overwritten with zeros in their pages
 // and freed pages are zeroed, so erased text does not linger in free space (Checkpoint then
-// clears the WAL's older copies of those pages).
+// clears the WAL's older copies of those pages). The WAL is checkpointed in the background
+// rather than inside a commit (wal.go).
 func OpenSQLite(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)" +
-		"&_pragma=secure_delete(ON)&_txlock=immediate"
+		"&_pragma=secure_delete(ON)&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	// One writer at a time is SQLite's rule; a small pool keeps readers off the writer's back.
 	db.SetMaxOpenConns(4)
-	return open(ctx, db, SQLite, opts)
+	s, err := open(ctx, db, SQLite, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.startWALCheckpointer()
+	return s, nil
 }
 
 // OpenMySQL opens a MySQL/MariaDB database (go-sql-driver DSN) and applies the migrations.
@@ -152,6 +162,7 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 // Close closes the pool.
 func (s *Store) Close() error {
+	s.stopWALCheckpointer()
 	s.stmts.Range(func(q, st any) bool {
 		_ = st.(*sql.Stmt).Close()
 		s.stmts.Delete(q)
@@ -232,6 +243,12 @@ func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	tm := stages.FromContext(ctx)
 	start := time.Now()
+	unlock, err := s.lockWrites(ctx)
+	if err != nil {
+		tm.Since(StageSQLBegin, start)
+		return err
+	}
+	defer unlock()
 	tx, err := s.db.BeginTx(ctx, opts)
 	tm.Since(StageSQLBegin, start)
 	if err != nil {
@@ -244,5 +261,8 @@ func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	start = time.Now()
 	err = tx.Commit()
 	tm.Since(StageSQLCommit, start)
+	if err == nil {
+		s.walCommitted()
+	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/store"
@@ -106,9 +107,16 @@ func (c *Capturer) Capture(m contract.Message) (store.Message, int, bool) {
 	}, redactions, true
 }
 
+// injectedOpeners are the literals injectedBlocks' matches begin with, in their order: a text
+// without one cannot hold the block, and stripInjected skips its regexp (which would copy the
+// text twice to replace nothing).
+var injectedOpeners = []string{"<relevant-memories>", "<membus-context>", "[Session History Summary]"}
+
 func stripInjected(s string) string {
-	for _, re := range injectedBlocks {
-		s = re.ReplaceAllString(s, "")
+	for i, re := range injectedBlocks {
+		if strings.Contains(s, injectedOpeners[i]) {
+			s = re.ReplaceAllString(s, "")
+		}
 	}
 	return s
 }
@@ -126,19 +134,19 @@ func (c *Capturer) redact(s string) (string, int) {
 		}
 		return s
 	}
-	lower := strings.ToLower(s)
-	for _, p := range secretPatterns {
-		if strings.Contains(lower, p.hint) {
+	found := hintsIn(s)
+	for i, p := range secretPatterns {
+		if found&(1<<i) != 0 {
 			s = replace(p.re, s, "[REDACTED]")
 		}
 	}
 	for _, re := range c.extra {
 		s = replace(re, s, "[REDACTED]")
 	}
-	if strings.Contains(lower, "bearer") {
+	if found&hintBearer != 0 {
 		s = replace(bearerSecret, s, "${1}[REDACTED]")
 	}
-	if !containsAny(lower, keyedHints) {
+	if found&hintKeyed == 0 {
 		return s, n
 	}
 	s = keyedSecret.ReplaceAllStringFunc(s, func(match string) string {
@@ -156,13 +164,101 @@ func (c *Capturer) redact(s string) (string, int) {
 	return s, n
 }
 
-func containsAny(s string, subs []string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
+// Bits of hintsIn's result besides secretPatterns' (bit i: secretPatterns[i].hint).
+const (
+	hintBearer = 1 << (iota + 7) // "bearer"
+	hintKeyed                    // one of keyedHints
+)
+
+// hintsIn says which hints s contains, ignoring case as strings.ToLower does: bit i for
+// secretPatterns[i], hintBearer, hintKeyed. An ASCII text is scanned once, without a lower-case
+// copy (hintsASCII); any other goes through strings.ToLower (hintsLower), whose Unicode case
+// mapping can turn a non-ASCII letter into an ASCII one (the Kelvin sign K into k).
+func hintsIn(s string) uint16 {
+	if found, ok := hintsASCII(s); ok {
+		return found
+	}
+	return hintsLower(strings.ToLower(s))
+}
+
+// hintsLower is hintsIn of a lower-cased text.
+func hintsLower(lower string) uint16 {
+	var found uint16
+	for i, p := range secretPatterns {
+		if strings.Contains(lower, p.hint) {
+			found |= 1 << i
 		}
 	}
-	return false
+	if strings.Contains(lower, "bearer") {
+		found |= hintBearer
+	}
+	for _, h := range keyedHints {
+		if strings.Contains(lower, h) {
+			found |= hintKeyed
+			break
+		}
+	}
+	return found
+}
+
+// hintStarts lists, for each lower-case ASCII letter or '-' a hint begins with, the hints
+// beginning with it and their bits.
+var hintStarts = func() (t [256][]struct {
+	hint string
+	bit  uint16
+}) {
+	add := func(h string, bit uint16) {
+		t[h[0]] = append(t[h[0]], struct {
+			hint string
+			bit  uint16
+		}{h, bit})
+	}
+	for i, p := range secretPatterns {
+		add(p.hint, 1<<i)
+	}
+	add("bearer", hintBearer)
+	for _, h := range keyedHints {
+		add(h, hintKeyed)
+	}
+	return t
+}()
+
+// hintsASCII is hintsIn of an ASCII text (ok false: s is not ASCII): one pass, each byte
+// lower-cased and the hints beginning with it compared at that offset.
+func hintsASCII(s string) (found uint16, ok bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return 0, false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		for _, h := range hintStarts[c] {
+			if found&h.bit == 0 && hasPrefixLowerASCII(s[i:], h.hint) {
+				found |= h.bit
+			}
+		}
+	}
+	return found, true
+}
+
+// hasPrefixLowerASCII reports whether s begins with prefix (lower-case ASCII) once s's ASCII
+// upper-case letters are lowered.
+func hasPrefixLowerASCII(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for j := 0; j < len(prefix); j++ {
+		c := s[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // afterPrePrompt keeps the messages after the host's pre-prompt count (positions are indices
