@@ -287,3 +287,44 @@ func shift(day time.Time, unit string, sign int) time.Time {
 		return time.Date(day.Year()+sign, 1, 1, 0, 0, 0, 0, day.Location())
 	}
 }
+
+// Period resolves the date a question names to the span of time it covers, for recall to
+// prefer what was said or happened then: "on 3 June, 2023" or "on October 13, 2023" is that
+// day, "in May 2023" that month, "in June" the latest June that began by now, "in 2023" that
+// year; a day without a year is the latest one not after now. Unlike ResolveTime it reads only
+// calendar dates ("last week" in a question is relative to when it was asked, not to what was
+// said), and to is the end of the span (exclusive).
+func Period(s string, now time.Time) (from, to time.Time, ok bool) {
+	f := foldASCII(s)
+	if !f.has(digits...) && !f.has(monthWords...) {
+		return time.Time{}, time.Time{}, false
+	}
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	if g := f.find(reMonthDay, digits...); g != nil {
+		if t, ok := monthDay(day, g[1], g[2], g[3], tensePast); ok {
+			return t, t.AddDate(0, 0, 1), true
+		}
+	}
+	if g := f.find(reDayMonth, digits...); g != nil {
+		if t, ok := monthDay(day, g[2], g[1], g[3], tensePast); ok {
+			return t, t.AddDate(0, 0, 1), true
+		}
+	}
+	if g := f.find(reInMonth, monthWords...); g != nil {
+		m := months[strings.ToLower(g[1])[:reMonthPrefixLen]]
+		var t time.Time
+		if g[2] != "" {
+			y, _ := strconv.Atoi(g[2])
+			t = time.Date(y, m, 1, 0, 0, 0, 0, day.Location())
+		} else {
+			t = nearest(day, func(y int) time.Time { return time.Date(y, m, 1, 0, 0, 0, 0, day.Location()) }, tensePast, true)
+		}
+		return t, t.AddDate(0, 1, 0), true
+	}
+	if g := f.find(reInYear, digits...); g != nil {
+		y, _ := strconv.Atoi(g[1])
+		t := time.Date(y, 1, 1, 0, 0, 0, 0, day.Location())
+		return t, t.AddDate(1, 0, 0), true
+	}
+	return time.Time{}, time.Time{}, false
+}

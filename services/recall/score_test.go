@@ -27,7 +27,8 @@ func TestBoosts(t *testing.T) {
 		{"full lexical overlap", boostInput{kind: contract.KindMemory, category: memory.Fact, overlap: 1}, 0.32},
 		{"half lexical overlap", boostInput{kind: contract.KindMemory, category: memory.Fact, overlap: 0.5}, 0.22},
 		{"overlap is capped at +0.2", boostInput{kind: contract.KindMemory, overlap: 3}, 0.32},
-		{"everything", boostInput{kind: contract.KindMemory, category: memory.Event, temporal: true, preference: true, overlap: 1}, 0.42},
+		{"said or happened in the period the query names", boostInput{kind: contract.KindArchive, inPeriod: true}, 0.32},
+		{"everything", boostInput{kind: contract.KindMemory, category: memory.Event, temporal: true, preference: true, overlap: 1, inPeriod: true}, 0.62},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

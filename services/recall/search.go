@@ -282,6 +282,7 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 	}
 	isTemporal, isPreference := temporalQuery.MatchString(query), preferenceQuery.MatchString(query)
 	qTerms := termSet(query)
+	inPeriod := periodMatcher(query, now, cands)
 	for i := range cands {
 		c := &cands[i]
 		c.parts.Dense = dense[i]
@@ -297,7 +298,7 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 			c.parts.Fused = weightedFusion(c.parts.Dense, c.parts.Keyword)
 		}
 		if s.cfg.Fusion != contract.FusionDense {
-			c.parts.Boost = boost(boostInput{kind: c.kind, category: c.category, temporal: isTemporal, preference: isPreference, overlap: overlapTerms(qTerms, c.text)})
+			c.parts.Boost = boost(boostInput{kind: c.kind, category: c.category, temporal: isTemporal, preference: isPreference, overlap: overlapTerms(qTerms, c.text), inPeriod: inPeriod(c)})
 		}
 		c.score = c.parts.Fused + c.parts.Boost
 	}
