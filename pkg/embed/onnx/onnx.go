@@ -26,6 +26,11 @@ const (
 	DefaultMaxLen = 256
 )
 
+// DefaultModel is the model `make model` (scripts/model.sh's default_model) fetches into a
+// directory that holds none; a directory that holds a model keeps it unless MODEL= names
+// another. all-MiniLM-L6-v2-int8 was the default before it: data dirs embedded with it keep it.
+const DefaultModel = "e5-small-v2-int8"
+
 // ErrNoModel: the model directory lacks model.onnx, vocab.txt or libonnxruntime.so; run
 // `make model` (scripts/model.sh) to fetch them.
 var ErrNoModel = errors.New("embed: no ONNX model (run `make model` to fetch it)")
@@ -89,6 +94,20 @@ func Present(modelDir string) bool {
 		}
 	}
 	return true
+}
+
+// DirModel returns the model id New would give the model in modelDir ("onnx:" + its
+// model_id, e.g. "onnx:e5-small-v2-int8"), read from the directory without loading the model:
+// "" when modelDir does not hold the files New needs (Present).
+func DirModel(modelDir string) (string, error) {
+	if !Present(modelDir) {
+		return "", nil
+	}
+	cfg, err := readModelConfig(modelDir)
+	if err != nil {
+		return "", err
+	}
+	return "onnx:" + cfg.id, nil
 }
 
 // New loads the model in modelDir, as laid out by scripts/model.sh: model.onnx,
