@@ -28,6 +28,9 @@
 # threshold and boosts were set on (pkg/embed/onnx ScaleCosine). Its figures put the median
 # question-to-turn cosine and the median best match of each question at MiniLM's (0.126 and
 # 0.554), measured on 50 questions and 200 turns of LoCoMo's conv-26 (no gold labels used).
+# Its duplicate_cosine (e5: 0.96) is the model's near-duplicate threshold in place of the
+# extraction rules' 0.92, set on MiniLM: at 0.92 e5 merged 227 of the LoCoMo dev split's 1,942
+# extracted memories (MiniLM 9), at 0.96 12 (`membus eval locomo --extraction`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -81,7 +84,7 @@ e5-small-v2-int8)
 	configs=(
 		'pooling_config.json|{"word_embedding_dimension": 384, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": true}'
 		'config_sentence_transformers.json|{"prompts": {"query": "query: ", "passage": "passage: "}}'
-		'membus_scale.json|{"cosine_shift": 0.711, "cosine_scale": 4.24}'
+		'membus_scale.json|{"cosine_shift": 0.711, "cosine_scale": 4.24, "duplicate_cosine": 0.96}'
 	)
 	model_sha=7d9092cb25f2bd1c023b7e8d2aa459044a02030ac880e5a59fdaf27af69f1ded
 	;;

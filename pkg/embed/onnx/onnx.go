@@ -57,6 +57,7 @@ type Embedder struct {
 	docP     string // prepended to a document (Embed), e.g. e5's "passage: "
 	cosShift float64
 	cosScale float64 // ScaleCosine: (cos - cosShift) * cosScale; 0: none
+	dupCos   float64 // DuplicateCosine; 0: the extraction rules' own
 	tok      *embed.WordPiece
 	inputs   []string // input_ids, attention_mask[, token_type_ids]
 	pooled   bool     // the output is already [batch, dim]
@@ -142,7 +143,7 @@ func New(modelDir string, opts ...Option) (*Embedder, error) {
 	}
 
 	e := &Embedder{id: cfg.id, maxLen: max(2, o.maxLen), batch: max(1, o.batch), cls: cfg.cls, queryP: cfg.queryPrompt, docP: cfg.docPrompt,
-		cosShift: cfg.cosShift, cosScale: cfg.cosScale, tok: tok}
+		cosShift: cfg.cosShift, cosScale: cfg.cosScale, dupCos: cfg.dupCos, tok: tok}
 	if cfg.maxLen > 0 {
 		e.maxLen = min(e.maxLen, cfg.maxLen)
 	}
@@ -276,6 +277,10 @@ func (e *Embedder) Close() error {
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	return e.embed(ctx, texts, e.docP)
 }
+
+// DuplicateCosine is the cosine of this model's vectors at and above which two memories are
+// near-duplicates (membus_scale.json's duplicate_cosine), 0 when the model names none.
+func (e *Embedder) DuplicateCosine() float64 { return e.dupCos }
 
 // ScaleCosine maps a cosine of this model's vectors onto all-MiniLM-L6-v2's scale, by the
 // model directory's membus_scale.json ({"cosine_shift": a, "cosine_scale": b}: (cos - a) * b);
@@ -429,6 +434,9 @@ type modelConfig struct {
 	queryPrompt, docPrompt string
 	// cosShift and cosScale: membus_scale.json's cosine_shift and cosine_scale.
 	cosShift, cosScale float64
+	// dupCos: membus_scale.json's duplicate_cosine (the near-duplicate threshold for this
+	// model's raw cosines; 0: the extraction rules' own).
+	dupCos float64
 }
 
 // readModelConfig reads model_id, tokenizer_config.json (do_lower_case),
@@ -459,6 +467,7 @@ func readModelConfig(dir string) (modelConfig, error) {
 	var sc struct {
 		Shift float64 `json:"cosine_shift"`
 		Scale float64 `json:"cosine_scale"`
+		Dup   float64 `json:"duplicate_cosine"`
 	}
 	var pc struct {
 		CLS  bool `json:"pooling_mode_cls_token"`
@@ -497,7 +506,10 @@ func readModelConfig(dir string) (modelConfig, error) {
 	if sc.Scale < 0 {
 		return c, fmt.Errorf("onnx embedder: %s: cosine_scale %v is negative", filepath.Join(dir, "membus_scale.json"), sc.Scale)
 	}
-	c.cosShift, c.cosScale = sc.Shift, sc.Scale
+	if sc.Dup < 0 || sc.Dup > 1 {
+		return c, fmt.Errorf("onnx embedder: %s: duplicate_cosine %v is outside [0, 1]", filepath.Join(dir, "membus_scale.json"), sc.Dup)
+	}
+	c.cosShift, c.cosScale, c.dupCos = sc.Shift, sc.Scale, sc.Dup
 	c.queryPrompt = st.Prompts["query"]
 	c.docPrompt = st.Prompts["document"]
 	if c.docPrompt == "" {
