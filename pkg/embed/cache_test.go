@@ -214,3 +214,33 @@ func TestScaleCosine(t *testing.T) {
 		t.Fatalf("ScaleCosine(cached scaler, 0.3) = %v, want the wrapped embedder's 0.6", got)
 	}
 }
+
+// dupEmbedder names its own near-duplicate cosine.
+type dupEmbedder struct {
+	countingEmbedder
+	dup float64
+}
+
+func (d *dupEmbedder) DuplicateCosine() float64 { return d.dup }
+
+func TestDuplicateCosine(t *testing.T) {
+	tests := []struct {
+		name string
+		e    Embedder
+		want float64
+	}{
+		{"no embedder", nil, 0.92},
+		{"one that names none", NewHash(), 0.92},
+		{"cached, wrapping one that names none", NewCached(NewHash(), 1), 0.92},
+		{"one that names 0.95", &dupEmbedder{dup: 0.95}, 0.95},
+		{"cached, wrapping one that names 0.95", NewCached(&dupEmbedder{dup: 0.95}, 1), 0.95},
+		{"0 is none", &dupEmbedder{}, 0.92},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := DuplicateCosine(tt.e, 0.92); got != tt.want {
+				t.Fatalf("DuplicateCosine = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -51,6 +51,21 @@ func ScaleCosine(e Embedder, cos float64) float64 {
 	return cos
 }
 
+// DuplicateCosiner is implemented by embedders whose raw cosines call for another near-duplicate
+// threshold than the extraction rules' (memory.CosineDuplicate, set on all-MiniLM-L6-v2): two
+// different statements embedded by e5-small-v2 often reach 0.92.
+type DuplicateCosiner interface {
+	DuplicateCosine() float64
+}
+
+// DuplicateCosine is e's near-duplicate cosine, or def when it names none (or e is nil).
+func DuplicateCosine(e Embedder, def float64) float64 {
+	if d, ok := e.(DuplicateCosiner); ok && d.DuplicateCosine() > 0 {
+		return d.DuplicateCosine()
+	}
+	return def
+}
+
 // Provider is implemented by embedders that name their provider (hash,
 // openai, onnx). The cache key includes it; embedders without it are keyed
 // by their model id alone.

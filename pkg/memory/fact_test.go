@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -109,5 +110,33 @@ func TestNearDuplicateNeverMergesAChangedValue(t *testing.T) {
 	}
 	if r, ok := memory.NearDuplicate(a, fact(strings.Replace(a.Text, "release", "releases", 1))); !ok || r != memory.DupSameFact {
 		t.Fatalf("NearDuplicate = %q %v, want %s", r, ok, memory.DupSameFact)
+	}
+}
+
+// TestNearDuplicateModelCosine: the cosine rule takes the candidate's model threshold
+// (DupCosine, e5-small-v2's 0.96) instead of CosineDuplicate when it names one.
+func TestNearDuplicateModelCosine(t *testing.T) {
+	// Two texts no word rule joins, with vectors at cosine 0.93.
+	vec := func(c float64) []float32 { return []float32{float32(c), float32(math.Sqrt(1 - c*c))} }
+	mem := func(text string, v []float32, dup float64) memory.Comparable {
+		return memory.Comparable{Scope: "user", Category: memory.Fact, Text: text, ContentHash: memory.ContentHash(text), Embedding: v, DupCosine: dup}
+	}
+	a, b := "the quarterly numbers looked fine to everyone", "our finance review went smoothly this spring"
+	tests := []struct {
+		name string
+		dup  float64
+		want bool
+	}{
+		{"the rules' own 0.92", 0, true},
+		{"a model's 0.96", 0.96, false},
+		{"a model's 0.90", 0.90, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, ok := memory.NearDuplicate(mem(a, vec(1), 0), mem(b, vec(0.93), tt.dup))
+			if ok != tt.want || ok && r != memory.DupCosine {
+				t.Fatalf("NearDuplicate = %q %v, want %v by the cosine rule", r, ok, tt.want)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"strings"
 	"time"
 
@@ -35,6 +36,9 @@ type Comparable struct {
 	Text, ContentHash         string
 	Embedding                 []float32
 	EventDay                  string // an event's day, 2006-01-02; "" for other memories
+	// DupCosine is the embedding model's near-duplicate cosine (embed.DuplicateCosine; the
+	// candidate's is used), 0 for CosineDuplicate.
+	DupCosine float64
 }
 
 // EventDay is the day an event happened, as Comparable.EventDay holds it.
@@ -82,7 +86,7 @@ func NearDuplicate(existing, candidate Comparable) (string, bool) {
 	case LevenshteinSimilarity(en, norm) >= LevenshteinDuplicate:
 		return DupLevenshtein, true
 	case len(existing.Embedding) > 0 && len(existing.Embedding) == len(candidate.Embedding) &&
-		float64(embed.Cosine(existing.Embedding, candidate.Embedding)) >= CosineDuplicate:
+		float64(embed.Cosine(existing.Embedding, candidate.Embedding)) >= cmp.Or(candidate.DupCosine, CosineDuplicate):
 		return DupCosine, true
 	}
 	return "", false

@@ -390,6 +390,56 @@ func (s *Store) EachEmbedding(ctx context.Context, model string, fn func(Memory)
 	}
 }
 
+// ToReembed is a memory whose stored embedding is of another model than the one the data is
+// moving onto (membus reembed): its id and the text its embedding is made from.
+type ToReembed struct {
+	ID, AccountID, Text string
+}
+
+// OtherEmbeddings returns up to n memories, in any state, whose stored embedding is of another
+// model than model, in id order after the id after: what `membus reembed` embeds again.
+func (s *Store) OtherEmbeddings(ctx context.Context, model, after string, n int) ([]ToReembed, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, account_id, text FROM memories
+		WHERE id > ? AND embedding IS NOT NULL AND LENGTH(embedding) > 0 AND COALESCE(embed_model, '') <> ? ORDER BY id LIMIT ?`, after, model, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ToReembed
+	for rows.Next() {
+		var m ToReembed
+		if err := rows.Scan(&m.ID, &m.AccountID, &m.Text); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// CountOtherEmbeddings counts OtherEmbeddings' memories.
+func (s *Store) CountOtherEmbeddings(ctx context.Context, model string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL AND LENGTH(embedding) > 0 AND COALESCE(embed_model, '') <> ?`, model).Scan(&n)
+	return n, err
+}
+
+// SetEmbeddings writes vecs[i] as the embedding of mems[i], of model, in one transaction. Only
+// the embedding changes: the memory's text, state and updated time are its own.
+func (s *Store) SetEmbeddings(ctx context.Context, model string, mems []ToReembed, vecs [][]float32) error {
+	if len(mems) != len(vecs) {
+		return fmt.Errorf("set embeddings: %d memories, %d vectors", len(mems), len(vecs))
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for i, m := range mems {
+			if _, err := tx.ExecContext(ctx, "UPDATE memories SET embedding = ?, embed_model = ? WHERE account_id = ? AND id = ?",
+				EncodeVector(vecs[i]), model, m.AccountID, m.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // EncodeVector stores a float32 vector as little-endian bytes.
 func EncodeVector(v []float32) []byte {
 	if len(v) == 0 {

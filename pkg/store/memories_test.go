@@ -141,3 +141,89 @@ func FuzzDecodeSources(f *testing.F) {
 		}
 	})
 }
+
+// TestReembedRows: OtherEmbeddings pages through the memories, in any state, whose embedding is
+// of another model (or of none named), and SetEmbeddings rewrites only the embedding and model.
+func TestReembedRows(t *testing.T) {
+	backends(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		t0 := time.Now().UTC()
+		if _, err := s.ApplyTurns(ctx, nil, []store.Turn{turn("acme", "s1", "e1", 1, msg("m1", 0, "a", t0))}); err != nil {
+			t.Fatal(err)
+		}
+		epoch, err := s.AcquireEpoch(ctx, "acme", "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := store.Archive{ID: "00000000-0000-0000-0000-000000000001", AccountID: "acme", SessionID: "s1", UserID: "u1", FromSeq: 1, ToSeq: 1, Kind: "compact", RequestID: "r1"}
+		if err := s.CreateArchive(ctx, epoch, a, nil); err != nil {
+			t.Fatal(err)
+		}
+		mems := []struct {
+			id, model string
+			emb       []float32
+		}{
+			{"00000000-0000-0000-0000-0000000000a1", "old", []float32{1, 0}},
+			{"00000000-0000-0000-0000-0000000000a2", "new", []float32{0, 1}},
+			{"00000000-0000-0000-0000-0000000000a3", "", []float32{1, 1}}, // an embedding without a model name
+			{"00000000-0000-0000-0000-0000000000a4", "old", nil},          // no embedding: nothing to re-embed
+			{"00000000-0000-0000-0000-0000000000a5", "old", []float32{1, 0}},
+			{"00000000-0000-0000-0000-0000000000a6", "old", []float32{1, 0}}, // superseded below: still re-embedded
+		}
+		var rows []store.Memory
+		for _, m := range mems {
+			rows = append(rows, store.Memory{ID: m.id, AccountID: "acme", UserID: "u1", Scope: "user", Category: "fact", Value: m.id, Abstract: "a",
+				Text: "text of " + m.id, Sources: []store.Source{{SessionID: "s1", MessageID: "m1"}}, ValidFrom: t0, ContentHash: "h-" + m.id,
+				Embedding: m.emb, EmbedModel: m.model})
+		}
+		if err := s.SaveMemories(ctx, epoch, a, rows, map[string]string{mems[5].id: mems[4].id}, nil); err != nil {
+			t.Fatal(err)
+		}
+		before, err := s.GetMemory(ctx, "acme", "u1", mems[5].id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{mems[0].id, mems[2].id, mems[4].id, mems[5].id}
+		if n, err := s.CountOtherEmbeddings(ctx, "new"); err != nil || n != len(want) {
+			t.Fatalf("CountOtherEmbeddings = %d, %v; want %d", n, err, len(want))
+		}
+		var got []string
+		for after := ""; ; {
+			page, err := s.OtherEmbeddings(ctx, "new", after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			vecs := make([][]float32, len(page))
+			for i, m := range page {
+				if m.AccountID != "acme" || m.Text != "text of "+m.ID {
+					t.Fatalf("row %+v: want account acme and its text", m)
+				}
+				got, vecs[i] = append(got, m.ID), []float32{0.6, 0.8}
+			}
+			if err := s.SetEmbeddings(ctx, "new", page, vecs); err != nil {
+				t.Fatal(err)
+			}
+			after = page[len(page)-1].ID
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("OtherEmbeddings paged %v, want %v", got, want)
+		}
+		if n, err := s.CountOtherEmbeddings(ctx, "new"); err != nil || n != 0 {
+			t.Fatalf("CountOtherEmbeddings after = %d, %v; want 0", n, err)
+		}
+		after, err := s.GetMemory(ctx, "acme", "u1", mems[5].id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.EmbedModel != "new" || !reflect.DeepEqual(after.Embedding, []float32{0.6, 0.8}) || !after.UpdatedAt.Equal(before.UpdatedAt) || after.Active() {
+			t.Fatalf("re-embedded row = model %s, %v, updated %v (was %v), active %v; want only its embedding changed", after.EmbedModel, after.Embedding,
+				after.UpdatedAt, before.UpdatedAt, after.Active())
+		}
+		if err := s.SetEmbeddings(ctx, "new", []store.ToReembed{{ID: mems[0].id, AccountID: "acme"}}, nil); err == nil {
+			t.Fatal("SetEmbeddings with fewer vectors than memories: want an error")
+		}
+	})
+}

@@ -122,7 +122,7 @@ func TestConflictAndDedupReasons(t *testing.T) {
 			if ok {
 				return
 			}
-			_, reason, ok = duplicate([]store.Memory{tc.old}, tc.new)
+			_, reason, ok = duplicate([]store.Memory{tc.old}, tc.new, 0)
 			if ok != (tc.duplicate != "") || reason != tc.duplicate {
 				t.Fatalf("duplicate = %v %q, want %q", ok, reason, tc.duplicate)
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/lock"
 	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/projection"
@@ -100,7 +101,7 @@ func (s *Service) extract(ctx context.Context, epoch int64, a store.Archive) err
 			// Conflicts first: a changed fact is never swallowed as a near-duplicate.
 			supersede[old.ID] = m.ID
 			decide("superseded", reason, m, old.ID)
-		} else if dup, reason, ok := duplicate(current(out, existing, supersede), m); ok {
+		} else if dup, reason, ok := duplicate(current(out, existing, supersede), m, embed.DuplicateCosine(s.d.Embedder, 0)); ok {
 			// A dedup hit unions the sources into the memory already stated — in this archive
 			// or before — instead of dropping them.
 			dedups++
@@ -196,8 +197,9 @@ func conflicting(existing []store.Memory, m store.Memory) (store.Memory, string,
 // dense cosine ≥ 0.92 unless each names a value the other lacks) — and says which check matched.
 // Two memories that fill different slots (or the same slot with different values) are never
 // near-duplicates, however similar their words: "likes cats" is not "likes bats".
-func duplicate(existing []store.Memory, m store.Memory) (store.Memory, string, bool) {
+func duplicate(existing []store.Memory, m store.Memory, dupCos float64) (store.Memory, string, bool) {
 	mc := comparable(m)
+	mc.DupCosine = dupCos // the embedding model's threshold (0: the rules' own)
 	for _, e := range existing {
 		if e.ID == m.ID {
 			return e, reasonSameID, true

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/services/membus/internal/cli"
 )
 
 // configAnnotation marks the flags of the shared configuration, so --help lists them once,
@@ -45,6 +47,19 @@ func withConfig(cmd *cobra.Command, only ...string) func() (config.Config, error
 			return f != nil && f.Changed
 		}
 		return config.FromFlags(flagged, changed, os.Getenv)
+	}
+}
+
+// runConfigured makes cmd read every configuration flag and run fn with the configuration and
+// cmd's output, exiting with fn's code (a bad configuration is a usage error).
+func runConfigured(cmd *cobra.Command, fn func(cfg config.Config, stdout, stderr io.Writer) int) {
+	load := withConfig(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := load()
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		return cli.Exit(fn(cfg, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 	}
 }
 

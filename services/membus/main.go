@@ -48,7 +48,7 @@ own heading in its --help), the MEMBUS_* environment variables and an optional Y
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{keysCommand(), dlqCommand(), exportCommand(), importCommand(), tailCommand(), topCommand(), configCommand(), versionCommand()} {
+	for _, c := range []*cobra.Command{keysCommand(), dlqCommand(), exportCommand(), importCommand(), reembedCommand(), tailCommand(), topCommand(), configCommand(), versionCommand()} {
 		c.GroupID = "ops"
 		root.AddCommand(c)
 	}

@@ -30,14 +30,7 @@ start) once the HTTP API accepts connections. Ctrl-C (SIGINT) or SIGTERM drains:
 batches finish and are acked, then the server shuts down.`,
 		Args: cli.NoArgs,
 	}
-	load := withConfig(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg, err := load()
-		if err != nil {
-			return cli.Usagef("%v", err)
-		}
-		return cli.Exit(up(cfg, cmd.OutOrStdout(), cmd.ErrOrStderr()))
-	}
+	runConfigured(cmd, up)
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/lock"
 	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/store"
@@ -105,7 +106,9 @@ func (sc *Scheduler) sweepUser(ctx context.Context, account, user string, change
 			if !e.Active() || e.Category == memory.Digest || sameSlotNewValue(e, m) {
 				continue // conflicts are extraction's (superseded, never deduplicated)
 			}
-			r, ok := memory.NearDuplicate(comparable(e), comparable(m))
+			mc := comparable(m)
+			mc.DupCosine = embed.DuplicateCosine(sc.d.Embedder, 0) // the embedding model's threshold (0: the rules' own)
+			r, ok := memory.NearDuplicate(comparable(e), mc)
 			if ok && (best < 0 || rank[e.ID] < rank[cands[best].ID]) {
 				best, reason = i, r
 			}

@@ -26,6 +26,11 @@ const (
 	DefaultMaxLen = 256
 )
 
+// DefaultModel is the model `make model` (scripts/model.sh's default_model) fetches into a
+// directory that holds none; a directory that holds a model keeps it unless MODEL= names
+// another. all-MiniLM-L6-v2-int8 was the default before it: data dirs embedded with it keep it.
+const DefaultModel = "e5-small-v2-int8"
+
 // ErrNoModel: the model directory lacks model.onnx, vocab.txt or libonnxruntime.so; run
 // `make model` (scripts/model.sh) to fetch them.
 var ErrNoModel = errors.New("embed: no ONNX model (run `make model` to fetch it)")
@@ -52,6 +57,7 @@ type Embedder struct {
 	docP     string // prepended to a document (Embed), e.g. e5's "passage: "
 	cosShift float64
 	cosScale float64 // ScaleCosine: (cos - cosShift) * cosScale; 0: none
+	dupCos   float64 // DuplicateCosine; 0: the extraction rules' own
 	tok      *embed.WordPiece
 	inputs   []string // input_ids, attention_mask[, token_type_ids]
 	pooled   bool     // the output is already [batch, dim]
@@ -91,6 +97,20 @@ func Present(modelDir string) bool {
 	return true
 }
 
+// DirModel returns the model id New would give the model in modelDir ("onnx:" + its
+// model_id, e.g. "onnx:e5-small-v2-int8"), read from the directory without loading the model:
+// "" when modelDir does not hold the files New needs (Present).
+func DirModel(modelDir string) (string, error) {
+	if !Present(modelDir) {
+		return "", nil
+	}
+	cfg, err := readModelConfig(modelDir)
+	if err != nil {
+		return "", err
+	}
+	return "onnx:" + cfg.id, nil
+}
+
 // New loads the model in modelDir, as laid out by scripts/model.sh: model.onnx,
 // vocab.txt, libonnxruntime.so, and the sentence-transformers configs (config.json,
 // tokenizer_config.json, sentence_bert_config.json, pooling_config.json,
@@ -123,7 +143,7 @@ func New(modelDir string, opts ...Option) (*Embedder, error) {
 	}
 
 	e := &Embedder{id: cfg.id, maxLen: max(2, o.maxLen), batch: max(1, o.batch), cls: cfg.cls, queryP: cfg.queryPrompt, docP: cfg.docPrompt,
-		cosShift: cfg.cosShift, cosScale: cfg.cosScale, tok: tok}
+		cosShift: cfg.cosShift, cosScale: cfg.cosScale, dupCos: cfg.dupCos, tok: tok}
 	if cfg.maxLen > 0 {
 		e.maxLen = min(e.maxLen, cfg.maxLen)
 	}
@@ -257,6 +277,10 @@ func (e *Embedder) Close() error {
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	return e.embed(ctx, texts, e.docP)
 }
+
+// DuplicateCosine is the cosine of this model's vectors at and above which two memories are
+// near-duplicates (membus_scale.json's duplicate_cosine), 0 when the model names none.
+func (e *Embedder) DuplicateCosine() float64 { return e.dupCos }
 
 // ScaleCosine maps a cosine of this model's vectors onto all-MiniLM-L6-v2's scale, by the
 // model directory's membus_scale.json ({"cosine_shift": a, "cosine_scale": b}: (cos - a) * b);
@@ -410,6 +434,9 @@ type modelConfig struct {
 	queryPrompt, docPrompt string
 	// cosShift and cosScale: membus_scale.json's cosine_shift and cosine_scale.
 	cosShift, cosScale float64
+	// dupCos: membus_scale.json's duplicate_cosine (the near-duplicate threshold for this
+	// model's raw cosines; 0: the extraction rules' own).
+	dupCos float64
 }
 
 // readModelConfig reads model_id, tokenizer_config.json (do_lower_case),
@@ -440,6 +467,7 @@ func readModelConfig(dir string) (modelConfig, error) {
 	var sc struct {
 		Shift float64 `json:"cosine_shift"`
 		Scale float64 `json:"cosine_scale"`
+		Dup   float64 `json:"duplicate_cosine"`
 	}
 	var pc struct {
 		CLS  bool `json:"pooling_mode_cls_token"`
@@ -478,7 +506,10 @@ func readModelConfig(dir string) (modelConfig, error) {
 	if sc.Scale < 0 {
 		return c, fmt.Errorf("onnx embedder: %s: cosine_scale %v is negative", filepath.Join(dir, "membus_scale.json"), sc.Scale)
 	}
-	c.cosShift, c.cosScale = sc.Shift, sc.Scale
+	if sc.Dup < 0 || sc.Dup > 1 {
+		return c, fmt.Errorf("onnx embedder: %s: duplicate_cosine %v is outside [0, 1]", filepath.Join(dir, "membus_scale.json"), sc.Dup)
+	}
+	c.cosShift, c.cosScale, c.dupCos = sc.Shift, sc.Scale, sc.Dup
 	c.queryPrompt = st.Prompts["query"]
 	c.docPrompt = st.Prompts["document"]
 	if c.docPrompt == "" {

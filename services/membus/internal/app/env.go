@@ -10,7 +10,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -27,7 +26,6 @@ import (
 	"github.com/membus/membus/pkg/bus/embedded"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/embed"
-	"github.com/membus/membus/pkg/embed/onnx"
 	"github.com/membus/membus/pkg/lock"
 	"github.com/membus/membus/pkg/metrics"
 	"github.com/membus/membus/pkg/projection"
@@ -266,39 +264,18 @@ func (e *Env) openRedis(ctx context.Context) error {
 // against SQL's stored embeddings and rebuilt from them when it disagrees or is missing.
 // MEMBUS_EMBEDDER=auto follows the model already stored with the index (or, without an index,
 // with SQL's memories); on new data it is onnx when the local model is present
-// (MEMBUS_MODEL_DIR, `make model`), else hash. Vectors of two models never mix: an embedder
-// other than the one the index or SQL's memories were embedded with is refused, since this
-// build cannot re-embed memories.
+// (MEMBUS_MODEL_DIR, `make model`), else hash. Vectors of two models never mix: data embedded
+// with a model other than the chosen one (or, under auto, than the one in MEMBUS_MODEL_DIR) is
+// refused, with what keeps the data's model and what moves the data onto the other
+// (`membus reembed`, with membus stopped).
 func (e *Env) openVectors(ctx context.Context) error {
 	cfg := e.Config
 	redactedQdrant := cfg.Redacted().QdrantURL
 	dir := filepath.Join(cfg.DataDir, "vectors")
-	modelDir := cfg.ModelPath()
 
-	// The model stored with the index ("" when there is none).
-	stored := ""
-	switch {
-	case cfg.QdrantURL != "":
-		if cfg.Embedder == "auto" {
-			s, err := qdrant.Open(ctx, qdrant.Config{URL: cfg.QdrantURL, Collection: cfg.QdrantCollection})
-			switch {
-			case errors.Is(err, qdrant.ErrNoCollection):
-			case err != nil:
-				return fmt.Errorf("MEMBUS_QDRANT_URL %s: %w", redactedQdrant, err)
-			default:
-				stored = s.Model()
-				_ = s.Close() // only its model was read
-			}
-		}
-	default:
-		m, _, err := vector.LocalModel(dir)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return fmt.Errorf("vector index in %s (MEMBUS_DATA_DIR): %w", dir, err)
-		default:
-			stored = m
-		}
+	stored, err := e.storedModel(ctx, dir)
+	if err != nil {
+		return err
 	}
 	// The models SQL's active memories were embedded with: a rebuilt index takes only the
 	// memories of its own model, so these must agree with the embedder too.
@@ -310,97 +287,15 @@ func (e *Env) openVectors(ctx context.Context) error {
 	if follow == "" && len(sqlModels) == 1 {
 		follow = sqlModels[0]
 	}
-
-	openAI := func(model string) (embed.Embedder, error) {
-		if cfg.EmbedBaseURL == "" {
-			return nil, fmt.Errorf("MEMBUS_EMBED_BASE_URL is required for the openai embedder (model %s)", model)
-		}
-		o, err := embed.NewOpenAI(cfg.EmbedBaseURL, model, cfg.EmbedAPIKey)
-		if err != nil {
-			return nil, fmt.Errorf("MEMBUS_EMBED_BASE_URL/MEMBUS_EMBED_MODEL: %w", err)
-		}
-		dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		defer cancel()
-		if _, err := o.Discover(dctx); err != nil {
-			return nil, fmt.Errorf("MEMBUS_EMBED_BASE_URL %s (MEMBUS_EMBED_MODEL %s): %w", cfg.Redacted().EmbedBaseURL, model, err)
-		}
-		return o, nil
-	}
-	openONNX := func() (embed.Embedder, error) {
-		o, err := onnx.New(modelDir)
-		if errors.Is(err, onnx.ErrNoModel) {
-			return nil, fmt.Errorf("no local embedding model in %s (MEMBUS_MODEL_DIR): run `make model` (scripts/model.sh) to fetch it: %w", modelDir, err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("local embedding model in %s (MEMBUS_MODEL_DIR): %w", modelDir, err)
-		}
-		e.onClose("onnx model", o.Close)
-		e.Logger.Info("local embedding model loaded", "model", o.Model(), "dir", modelDir)
-		return o, nil
-	}
-	var inner embed.Embedder
-	switch {
-	case cfg.Embedder == "hash" && follow == embed.HashV1Model:
-		// Data embedded with an older hash version keeps it: hash vectors of two versions never mix.
-		e.Logger.Info("the data was embedded with "+embed.HashV1Model+", so the hash embedder keeps that version; "+
-			embed.HashModel+" recalls better but needs a new MEMBUS_DATA_DIR", "model", embed.HashV1Model)
-		inner = embed.NewHashV1()
-	case cfg.Embedder == "hash":
-		inner = embed.NewHash()
-	case cfg.Embedder == "onnx":
-		if inner, err = openONNX(); err != nil {
-			return fmt.Errorf("MEMBUS_EMBEDDER=onnx: %w", err)
-		}
-	case cfg.Embedder == "openai":
-		if cfg.EmbedModel == "" {
-			return errors.New("MEMBUS_EMBED_MODEL is required with MEMBUS_EMBEDDER=openai")
-		}
-		o, err := openAI(cfg.EmbedModel)
-		if err != nil {
-			return err
-		}
-		inner = o
-	case cfg.Embedder == "auto" && follow == "" && onnx.Present(modelDir):
-		if inner, err = openONNX(); err != nil {
-			return fmt.Errorf("MEMBUS_EMBEDDER=auto: %w", err)
-		}
-	case cfg.Embedder == "auto" && follow == "":
-		e.Logger.Info("no local embedding model: using the hash embedder (word matching only); run `make model` "+
-			"(scripts/model.sh) before the first start for semantic recall with a local model", "model_dir", modelDir)
-		inner = embed.NewHash()
-	case cfg.Embedder == "auto" && (follow == embed.HashModel || follow == embed.HashV1Model):
-		if onnx.Present(modelDir) {
-			e.Logger.Info("the data was embedded with the hash embedder, so MEMBUS_EMBEDDER=auto keeps it although a local model is present; "+
-				"switching needs the memories re-embedded, which this build cannot do (start a new MEMBUS_DATA_DIR to use the model)", "model_dir", modelDir)
-		}
-		inner = embed.NewHash()
-		if follow == embed.HashV1Model {
-			inner = embed.NewHashV1()
-		}
-	case cfg.Embedder == "auto" && strings.HasPrefix(follow, "onnx:"):
-		if inner, err = openONNX(); err != nil {
-			return fmt.Errorf("MEMBUS_EMBEDDER=auto follows the data's %s: %w", follow, err)
-		}
-	case cfg.Embedder == "auto" && strings.HasPrefix(follow, "openai:"):
-		model := strings.TrimPrefix(follow, "openai:")
-		if cfg.EmbedModel != "" && cfg.EmbedModel != model {
-			return fmt.Errorf("MEMBUS_EMBED_MODEL=%s, but the data was embedded with %s (MEMBUS_EMBEDDER=auto follows the index)", cfg.EmbedModel, follow)
-		}
-		o, err := openAI(model)
-		if err != nil {
-			return fmt.Errorf("MEMBUS_EMBEDDER=auto follows the data's %s: %w", follow, err)
-		}
-		inner = o
-	case cfg.Embedder == "auto":
-		return fmt.Errorf("MEMBUS_EMBEDDER=auto: the data was embedded with %s, which this build cannot produce", follow)
-	default:
-		return fmt.Errorf("MEMBUS_EMBEDDER=%s: not available in this build; use auto, hash, onnx or openai", cfg.Embedder)
+	inner, err := e.dataEmbedder(ctx, follow)
+	if err != nil {
+		return err
 	}
 	for _, m := range sqlModels {
 		if m != inner.Model() {
 			return fmt.Errorf("MEMBUS_EMBEDDER=%s gives %s vectors, but memories in SQL were embedded with %s (models found: %s); "+
-				"vectors of two models never mix and this build cannot re-embed memories: use MEMBUS_EMBEDDER=auto "+
-				"(it follows the data) or start a new MEMBUS_DATA_DIR", cfg.Embedder, inner.Model(), m, strings.Join(sqlModels, ", "))
+				"vectors of two models never mix: stop membus and run `membus reembed` with these settings to move every memory "+
+				"onto %s, or use MEMBUS_EMBEDDER=auto (it follows the data)", cfg.Embedder, inner.Model(), m, strings.Join(sqlModels, ", "), inner.Model())
 		}
 	}
 	e.Embedder = embed.NewCached(inner, 10000)
@@ -421,8 +316,8 @@ func (e *Env) openVectors(ctx context.Context) error {
 	v, err := vector.OpenLocal(dir, e.Embedder.Model(), e.Embedder.Dim(), vector.WithExactMax(cfg.VectorExactMax))
 	if errors.Is(err, vector.ErrModelMismatch) {
 		return fmt.Errorf("vector index in %s was built with %s, not MEMBUS_EMBEDDER's %s: %w (vectors of two models never mix; "+
-			"use MEMBUS_EMBEDDER=auto, which follows the index, or start a new MEMBUS_DATA_DIR: this build cannot re-embed memories)",
-			dir, stored, e.Embedder.Model(), err)
+			"use MEMBUS_EMBEDDER=auto, which follows the index, or stop membus and run `membus reembed` with these settings "+
+			"to move the data onto %s)", dir, stored, e.Embedder.Model(), err, e.Embedder.Model())
 	}
 	if err != nil {
 		return fmt.Errorf("vector index in %s (MEMBUS_DATA_DIR): %w", dir, err)
