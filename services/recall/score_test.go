@@ -209,7 +209,7 @@ func TestPenaliseQuestions(t *testing.T) {
 	pos := map[store.Source]int64{q.sources[0]: 5, a.sources[0]: 6}
 	liftByNeighbours(cands, pos)
 	penaliseQuestions(cands)
-	want := map[string]float64{"q": 1.0 - questionPenalty, "a": 0.9, "m": 0.5}
+	want := map[string]float64{"q": 1.0 - questionPenalty, "a": neighbourWeight, "m": 0.5}
 	for _, cd := range cands {
 		if !near(cd.score, want[cd.id]) {
 			t.Errorf("%s: score %v, want %v", cd.id, cd.score, want[cd.id])
