@@ -24,12 +24,12 @@ func TestLiftByNeighbours(t *testing.T) {
 		read  map[store.Source]int64 // places read from SQL for memories' messages
 		want  map[string]float64     // id → score after the lift
 	}{
-		{"the reply next to the best turn rises to 0.9 of it",
+		{"the reply next to the best turn rises to neighbourWeight of it",
 			[]candidate{archiveCand("q", "s1", 5, 1.0), archiveCand("a", "s1", 6, 0.2)},
-			nil, map[string]float64{"q": 1.0, "a": 0.9}},
+			nil, map[string]float64{"q": 1.0, "a": neighbourWeight}},
 		{"two messages away still counts",
 			[]candidate{archiveCand("q", "s1", 5, 1.0), archiveCand("a", "s1", 7, 0.2)},
-			nil, map[string]float64{"a": 0.9}},
+			nil, map[string]float64{"a": neighbourWeight}},
 		{"three messages away does not",
 			[]candidate{archiveCand("q", "s1", 5, 1.0), archiveCand("a", "s1", 8, 0.2)},
 			nil, map[string]float64{"a": 0.2}},
@@ -38,19 +38,19 @@ func TestLiftByNeighbours(t *testing.T) {
 			nil, map[string]float64{"a": 0.2}},
 		{"a candidate never falls",
 			[]candidate{archiveCand("q", "s1", 5, 0.5), archiveCand("a", "s1", 6, 0.8)},
-			nil, map[string]float64{"q": 0.72, "a": 0.8}},
+			nil, map[string]float64{"q": neighbourWeight * 0.8, "a": 0.8}},
 		{"a memory is placed by its message's archive candidate",
 			[]candidate{archiveCand("q", "s1", 5, 1.0), archiveCand("a", "s1", 6, 0.1), memoryCand("m", 0.3, store.Source{SessionID: "s1", MessageID: "a-msg"})},
-			nil, map[string]float64{"m": 0.9}},
+			nil, map[string]float64{"m": neighbourWeight}},
 		{"a memory lifts the archive messages around it",
 			[]candidate{archiveCand("x", "s1", 4, 0.1), archiveCand("a", "s1", 6, 0.1), memoryCand("m", 1.0, store.Source{SessionID: "s1", MessageID: "a-msg"})},
-			nil, map[string]float64{"x": 0.9}},
+			nil, map[string]float64{"x": neighbourWeight}},
 		{"a memory whose message SQL does not place stays put",
 			[]candidate{archiveCand("q", "s1", 5, 1.0), memoryCand("m", 0.3, store.Source{SessionID: "s1", MessageID: "elsewhere"})},
 			nil, map[string]float64{"m": 0.3}},
 		{"a memory placed by SQL is lifted by the archive candidate next to its message",
 			[]candidate{archiveCand("q", "s1", 5, 1.0), memoryCand("m", 0.3, store.Source{SessionID: "s1", MessageID: "elsewhere"})},
-			map[store.Source]int64{{SessionID: "s1", MessageID: "elsewhere"}: 4}, map[string]float64{"m": 0.9}},
+			map[store.Source]int64{{SessionID: "s1", MessageID: "elsewhere"}: 4}, map[string]float64{"m": neighbourWeight}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -29,8 +29,9 @@ import (
 // goldenRanking is recall's ranked output on the seeded set of TestRecallRankingGolden, recorded
 // from main at 217db84 with only the scopes' hits joined in scope order (before recall's read
 // path was changed for speed: hit rows through a statement prepared once, term overlap without
-// term sets, spilled vectors read once).
-// MEMBUS_UPDATE_GOLDEN=1 rewrites it.
+// term sets, spilled vectors read once); re-recorded on branch rq4 when the neighbouring-turn
+// lift's weight went from 0.9 to 0.85 (every lifted score moved; the question penalty alone
+// had left it unchanged). MEMBUS_UPDATE_GOLDEN=1 rewrites it.
 const goldenRanking = "testdata/ranking_golden.txt"
 
 // TestRecallRankingGolden: recall's ranked output — every candidate's score, score parts and

@@ -3,6 +3,7 @@ package recall
 import (
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/membus/membus/pkg/contract"
@@ -11,8 +12,9 @@ import (
 
 // Score scale (docs/design.md §6 "Score scale"): dense cosine clamped to [0,1]; keyword BM25 divided by
 // the best keyword score of the candidate set; fused = 0.7 dense + 0.3 keyword, or RRF; then
-// the boosts; then the neighbouring-turn lift (neighbours.go, carried in the boost); then,
-// when on, temporal decay.
+// the boosts; then the neighbouring-turn lift (neighbours.go, carried in the boost); then the
+// question penalty of an archive message that asks (carried in the boost too); then, when on,
+// temporal decay.
 const (
 	denseWeight     = 0.7
 	keywordWeight   = 0.3
@@ -24,6 +26,11 @@ const (
 	// LoCoMo's dev split, 0.768 without, README "Recall quality").
 	periodBoost     = 0.2
 	maxLexicalBoost = 0.2
+	// questionPenalty: −0.15, after the neighbouring-turn lift, for an archive message that
+	// ends in a question mark (asksQuestion). It asks; the answer is in a turn near it, which
+	// the lift has already raised from the question's own score. Cross-validated over LoCoMo's
+	// dev conversations (README "Recall quality", issue 18's fourth round).
+	questionPenalty = 0.15
 
 	// rrfK is the rank constant of reciprocal rank fusion.
 	rrfK = 60
@@ -101,6 +108,28 @@ func boost(in boostInput) float64 {
 		b += periodBoost
 	}
 	return b + maxLexicalBoost*max(0, min(1, in.overlap))
+}
+
+// asksQuestion reports whether an archive point's text, "Name: content" and on a second line
+// the turn before it (projection.withPreviousTurn), is a message that ends by asking: its
+// first line ends in a question mark (ASCII or full-width).
+func asksQuestion(text string) bool {
+	first, _, _ := strings.Cut(text, "\n")
+	first = strings.TrimSpace(first)
+	return strings.HasSuffix(first, "?") || strings.HasSuffix(first, "？")
+}
+
+// penaliseQuestions lowers each archive candidate that asks a question (asksQuestion) by
+// questionPenalty, carried in its boost. It runs after the neighbouring-turn lift: a question
+// still lifts the reply next to it from its own score, and the reply, which states the
+// answer, ranks above it.
+func penaliseQuestions(cands []candidate) {
+	for i := range cands {
+		if c := &cands[i]; c.kind == contract.KindArchive && asksQuestion(c.text) {
+			c.parts.Boost -= questionPenalty
+			c.score -= questionPenalty
+		}
+	}
 }
 
 // decayFactor is the temporal decay multiplier of an item dated at, seen at now: 0.5^(age/30

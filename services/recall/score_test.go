@@ -7,6 +7,7 @@ import (
 
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/store"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -168,5 +169,56 @@ func TestBM25(t *testing.T) {
 	s := bm25([]string{"cello"}, len(docs), func(i int) []string { return docs[i] })
 	if s[1] != 0 || s[0] <= 0 || s[2] <= s[0] {
 		t.Fatalf("scores %v: want tea 0, the shorter cello document first", s)
+	}
+}
+
+func TestAsksQuestion(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       bool
+	}{
+		{"a message that ends asking", "Caroline: Wow, Mel! What made you paint it?", true},
+		{"its previous turn on the second line does not count", "Melanie: A sunset.\nCaroline: What did you paint?", false},
+		{"the message asks, the previous turn states", "Caroline: What did you paint?\nMelanie: I painted a lake.", true},
+		{"trailing spaces are ignored", "Caroline: Any plans?  ", true},
+		{"a full-width question mark", "ユーザー: 何を描いたの？", true},
+		{"a question inside, a statement at the end", "Melanie: Guess what? I signed up for pottery.", false},
+		{"a statement", "Melanie: I signed up for a pottery class yesterday.", false},
+		{"empty", "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := asksQuestion(c.text); got != c.want {
+				t.Errorf("asksQuestion(%q) = %v, want %v", c.text, got, c.want)
+			}
+		})
+	}
+}
+
+// TestPenaliseQuestions: after the lift, the reply to a question ranks above the question it
+// answers, the question still lifts it from its own score, and only archive messages that ask
+// are lowered.
+func TestPenaliseQuestions(t *testing.T) {
+	q := archiveCand("q", "s1", 5, 1.0)
+	q.text = "Caroline: What did you paint last week?"
+	a := archiveCand("a", "s1", 6, 0.3)
+	a.text = "Melanie: A sunset over the lake.\nCaroline: What did you paint last week?"
+	m := memoryCand("m", 0.5)
+	m.text = "Did Melanie paint a sunset?"
+	cands := []candidate{q, a, m}
+	pos := map[store.Source]int64{q.sources[0]: 5, a.sources[0]: 6}
+	liftByNeighbours(cands, pos)
+	penaliseQuestions(cands)
+	want := map[string]float64{"q": 1.0 - questionPenalty, "a": neighbourWeight, "m": 0.5}
+	for _, cd := range cands {
+		if !near(cd.score, want[cd.id]) {
+			t.Errorf("%s: score %v, want %v", cd.id, cd.score, want[cd.id])
+		}
+	}
+	if cands[1].score <= cands[0].score {
+		t.Errorf("the reply %v does not rank above the question %v", cands[1].score, cands[0].score)
+	}
+	if !near(cands[0].parts.Boost, -questionPenalty) {
+		t.Errorf("the question's boost %v does not carry the penalty", cands[0].parts.Boost)
 	}
 }

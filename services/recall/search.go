@@ -304,6 +304,7 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 	}
 	if s.cfg.Fusion != contract.FusionDense {
 		liftByNeighbours(cands, s.messagePlaces(ctx, account, cands))
+		penaliseQuestions(cands)
 	}
 	if s.cfg.Decay {
 		for i := range cands {
