@@ -73,9 +73,25 @@ func isVerbTag(t string) bool { return strings.HasPrefix(t, "VB") || t == "MD" }
 // proposition cleans a sentence into a proposition and scores how much of a fact about the
 // speaker it is; ok is false for chit-chat and reactions.
 func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) {
+	p := tg.propose(s)
+	return p.text, p.score, p.self, p.ok
+}
+
+// prop is a sentence read as a proposition: its text, how much of a fact about the speaker it
+// states, whether it speaks of the speaker, whether it is one at all, and whether its "I" was
+// put back before a past-tense verb ("Just got back from a road trip" — a chatty sentence that
+// states what the speaker did).
+type prop struct {
+	text         string
+	score        int
+	self, ok     bool
+	impliedEvent bool
+}
+
+func (tg *tagger) propose(s string) prop {
 	toks := tg.words(s)
 	if len(toks) == 0 {
-		return "", 0, false, false
+		return prop{}
 	}
 	// Leading material: interjections, greetings, vocatives, "Big news:", "you won't believe
 	// it -" — words before the first comma, colon or dash that hold no verb, or neither a
@@ -115,9 +131,9 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 			toks = toks[1:]
 		}
 	}
-	toks = impliedSubject(toks)
+	toks, event := impliedSubject(toks)
 	if len(toks) < 3 {
-		return "", 0, false, false
+		return prop{}
 	}
 	first := strings.ToLower(toks[0].Text)
 	second := ""
@@ -127,7 +143,7 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 	// Chit-chat: imperatives ("Keep it up", "Take care", "Let's …"), talk about the listener
 	// or the conversation, and reactions.
 	if toks[0].Tag == "VB" || first == "let" || first == "let's" || first == "please" {
-		return "", 0, false, false
+		return prop{}
 	}
 	if view, ok := speakersView(toks); ok {
 		toks = view
@@ -138,7 +154,7 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 	// a fact about the speaker.
 	mine := !listenerWord[first] && saysMine(toks[1:])
 	if !mine && reactionStart[first] || first == "here" && (second == "'s" || second == "is" || second == "are") || !mine && (first == "that" || first == "it" || first == "this") && (second == "'s" || second == "is" || second == "was" || second == "sounds" || second == "looks") {
-		return "", 0, false, false
+		return prop{}
 	}
 	toks = cutReaction(toks)
 	verbs, content, firstPerson, listener := 0, 0, false, false
@@ -168,14 +184,13 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 	if verbs == 0 || content < 2 || listener {
 		// No statement, or talk with the listener ("I owe you one", "Joanna can see why
 		// you're thrilled", "Jon will get the video to you"): chit-chat, not a memory.
-		return "", 0, false, false
+		return prop{}
 	}
-	text = joinTokens(laterMentions(out))
-	score = min(content, 8)
+	score := min(content, 8)
 	if firstPerson {
 		score += 3
 	}
-	return text, score, firstPerson, true
+	return prop{text: joinTokens(laterMentions(out)), score: score, self: firstPerson, ok: true, impliedEvent: event}
 }
 
 func isAux(w string) bool {
@@ -256,10 +271,11 @@ const minOtherScore = 7
 // people, events, tasks…) with their text cleaned into a proposition, or, when no rule
 // matches, the proposition itself as a fact when it is about the speaker.
 func (tg *tagger) userPropositions(s, speaker string, m Message) []scored {
-	clean, score, _, ok := tg.proposition(s)
+	p := tg.propose(s)
+	clean, score, ok := p.text, p.score, p.ok
 	pronounSubject := ok && bareSubject[strings.ToLower(firstWord(clean))]
 	cs := userRules(s, speaker, m)
-	if len(cs) == 0 && ok && !reRequest.MatchString(s) && !reHedge.MatchString(s) && reFirstPerson.MatchString(reOpinion.ReplaceAllString(s, "")) {
+	if len(cs) == 0 && ok && !reRequest.MatchString(s) && !reHedge.MatchString(s) && (p.impliedEvent || reFirstPerson.MatchString(reOpinion.ReplaceAllString(s, ""))) {
 		cat := Fact
 		if _, dated := ResolveTime(s, m.CreatedAt); dated {
 			cat = Event
@@ -448,34 +464,46 @@ func tokenTexts(toks []prose.Token) []string {
 }
 
 // impliedSubject puts back the "I" a chatty sentence leaves out: "Been busy volunteering" is
-// "I've been busy volunteering", "Just started doing aerial yoga" is "I started …",
+// "I've been busy volunteering", "Just started doing aerial yoga" is "I just started …" (an
+// adverb before the verb — "just", "finally", "recently" — is looked past),
 // "Researching adoption agencies" is "I'm researching …". A gerund that is the subject
 // ("Painting's a fun way …", "Seeing her smile made my day") is left alone. "Can't wait to
-// see them" is "I can't wait …".
-func impliedSubject(toks []prose.Token) []prose.Token {
-	if len(toks) < 2 {
-		return toks
+// see them" is "I can't wait …". event is true when the "I" was put back before a past-tense
+// verb that is no feeling ("Got back from a road trip", not "Excited to try it"): the
+// sentence says what the speaker did.
+func impliedSubject(toks []prose.Token) (out []prose.Token, event bool) {
+	v := 0 // the verb, past a leading adverb
+	for v+1 < len(toks) && toks[v].Tag == "RB" && impliedAdverb[strings.ToLower(toks[v].Text)] {
+		v++
 	}
-	next := toks[1].Tag
+	if len(toks) < v+2 {
+		return toks, false
+	}
+	verb, next := toks[v], toks[v+1].Tag
 	var add []prose.Token
 	switch {
-	case strings.EqualFold(toks[0].Text, "been"):
+	case strings.EqualFold(verb.Text, "been"):
 		add = []prose.Token{{Text: "I", Tag: "PRP"}, {Text: "'ve", Tag: "VBP"}}
-	case (strings.EqualFold(toks[0].Text, "ca") || strings.EqualFold(toks[0].Text, "wo")) && toks[1].Text == "n't":
+	case v == 0 && (strings.EqualFold(verb.Text, "ca") || strings.EqualFold(verb.Text, "wo")) && toks[1].Text == "n't":
 		add = []prose.Token{{Text: "I", Tag: "PRP"}} // "Can't wait to …", "Won't be long …"
-	case strings.EqualFold(toks[0].Text, "gonna"):
+	case v == 0 && strings.EqualFold(verb.Text, "gonna"):
 		add = []prose.Token{{Text: "I", Tag: "PRP"}, {Text: "'m", Tag: "VBP"}}
-	case toks[0].Tag == "VBD" || toks[0].Tag == "VBN":
+	case verb.Tag == "VBD" || verb.Tag == "VBN":
 		add = []prose.Token{{Text: "I", Tag: "PRP"}}
-	case toks[0].Tag == "VBG" && !isVerbTag(next) && next != "POS" && !finiteVerbBefore(toks[1:], ":"):
+		event = next != "TO" && next != "IN" || !strings.HasSuffix(strings.ToLower(verb.Text), "ed")
+	case v == 0 && verb.Tag == "VBG" && !isVerbTag(next) && next != "POS" && !finiteVerbBefore(toks[1:], ":"):
 		add = []prose.Token{{Text: "I", Tag: "PRP"}, {Text: "'m", Tag: "VBP"}}
 	default:
-		return toks
+		return toks, false
 	}
 	rest := append([]prose.Token(nil), toks...)
-	rest[0].Text = strings.ToLower(rest[0].Text) // a verb after the subject
-	return append(add, rest...)
+	rest[0].Text = strings.ToLower(rest[0].Text) // after the subject
+	return append(add, rest...), event
 }
+
+// impliedAdverb are the adverbs a chatty sentence may open with before the verb whose subject
+// it leaves out ("Just got back …", "Finally finished …").
+var impliedAdverb = wordSet(`just finally recently already also only actually`)
 
 // finiteVerbBefore reports whether a finite verb comes before the first separator.
 func finiteVerbBefore(toks []prose.Token, sep string) bool {

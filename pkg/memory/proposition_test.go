@@ -3,6 +3,7 @@ package memory
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProposition(t *testing.T) {
@@ -52,6 +53,10 @@ func TestProposition(t *testing.T) {
 		{"even before a clause stays", "I kept running, even when my knee hurt.", "I kept running, even when their knee hurt."},
 		{"some of stays", "Some of my cousins moved to Lisbon.", "Some of my cousins moved to Lisbon."},
 		{"all that stays", "I gave away all that old furniture.", "I gave away all that old furniture."},
+		// A subject left out after an opening adverb (issue 17, fifth round).
+		{"the I left out before just and a past verb is put back", "Just finished my first half marathon, it was brutal!", "I finished their first half marathon"},
+		{"the I left out before finally is put back", "Finally booked the flights to Lisbon for our anniversary.", "I booked the flights to Lisbon for our anniversary."},
+		{"the I left out before recently is put back", "Recently took up rock climbing with a few coworkers.", "I took up rock climbing with a few coworkers."},
 	}
 	tg := newTagger()
 	for _, tc := range cases {
@@ -65,6 +70,47 @@ func TestProposition(t *testing.T) {
 			}
 			if !ok || got != tc.want {
 				t.Errorf("proposition(%q) = %q, %v; want %q", tc.sentence, got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestElidedSubjectStatesWhatTheSpeakerDid: a chatty sentence that leaves out its "I" before a
+// past-tense verb says what the speaker did, and is a memory about them (an event with its
+// absolute date when it gives one); one that leaves it out before a feeling is no memory.
+func TestElidedSubjectStatesWhatTheSpeakerDid(t *testing.T) {
+	at := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
+	cases := []struct {
+		name, text, has, day string // has "" = no memory
+	}{
+		{"got back, dated yesterday", "Hi Sam! Just got back from a ski trip in the Alps yesterday, it was a blast!", "Rosa got back from a ski trip in the Alps yesterday", "2023-05-07"},
+		{"started, undated", "Just started taking evening classes in ceramics.", "Rosa started taking evening classes in ceramics", ""},
+		{"finished, after finally", "Finally repainted the whole garden shed last weekend.", "Rosa repainted the whole garden shed last weekend", "2023-05-06"},
+		{"a feeling is no event", "Excited to try it out.", "", ""},
+		{"a feeling about something is no event", "Worried about the exam results.", "", ""},
+	}
+	h := NewHeuristic()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := h.Extract(t.Context(), []Message{{ID: "m1", Role: "user", Name: "Rosa", Text: tc.text, CreatedAt: at}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.has == "" {
+				if len(got) > 0 {
+					t.Errorf("Extract(%q) = %q, want no memory", tc.text, got[0].Text)
+				}
+				return
+			}
+			if len(got) != 1 || !strings.Contains(got[0].Text, tc.has) {
+				t.Fatalf("Extract(%q) = %+v, want one memory holding %q", tc.text, got, tc.has)
+			}
+			day := ""
+			if got[0].EventTime != nil {
+				day = got[0].EventTime.Format("2006-01-02")
+			}
+			if day != tc.day {
+				t.Errorf("Extract(%q): event day %q, want %q", tc.text, day, tc.day)
 			}
 		})
 	}
