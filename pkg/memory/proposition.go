@@ -112,7 +112,7 @@ func (tg *tagger) propose(s string) prop {
 			noun = noun || strings.HasPrefix(t.Tag, "NN") && !discourse[low]
 			self = self || firstPersonWord[low]
 		}
-		if cut < 0 || cut+1 >= len(toks) || verb && (noun || self) {
+		if cut < 0 || cut+1 >= len(toks) || verb && (noun || self) || possessed(toks[:cut]) {
 			break
 		}
 		if _, dated := ResolveTime(joinTokens(tokenTexts(toks[:cut])), time.Time{}); dated {
@@ -130,6 +130,12 @@ func (tg *tagger) propose(s string) prop {
 		if toks[0].Text == "," {
 			toks = toks[1:]
 		}
+	}
+	// What the trimming takes off (a scene-setting clause, a concession) still counts towards
+	// how much the sentence says: it ranks the sentence among the message's others.
+	var trimmed []prose.Token
+	if scene := sceneSetting(toks); len(scene) < len(toks) {
+		trimmed, toks = toks[:len(toks)-len(scene)], scene
 	}
 	toks, event := impliedSubject(toks)
 	if len(toks) < 3 {
@@ -157,7 +163,11 @@ func (tg *tagger) propose(s string) prop {
 		return prop{}
 	}
 	toks = cutReaction(toks)
-	verbs, content, firstPerson, listener := 0, 0, false, false
+	if said := cutConcessive(toks); len(said) < len(toks) {
+		trimmed, toks = append(trimmed, toks[len(said):]...), said
+	}
+	verbs, firstPerson := 0, false
+	content, listener := contentWords(trimmed)
 	var out []string
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
@@ -176,7 +186,7 @@ func (tg *tagger) propose(s string) prop {
 		if fillers[low] && strings.HasPrefix(t.Tag, "JJ") && i+1 < len(toks) && strings.HasPrefix(toks[i+1].Tag, "JJ") {
 			continue
 		}
-		if strings.HasPrefix(t.Tag, "NN") || strings.HasPrefix(t.Tag, "VB") && !isAux(low) || t.Tag == "CD" || strings.HasPrefix(t.Tag, "JJ") {
+		if isContent(t) {
 			content++
 		}
 		out = append(out, written(toks, i)...)
@@ -191,6 +201,24 @@ func (tg *tagger) propose(s string) prop {
 		score += 3
 	}
 	return prop{text: joinTokens(laterMentions(out)), score: score, self: firstPerson, ok: true, impliedEvent: event}
+}
+
+// isContent reports whether a word carries content: a noun, a verb that is no auxiliary, a
+// number or an adjective.
+func isContent(t prose.Token) bool {
+	return strings.HasPrefix(t.Tag, "NN") || strings.HasPrefix(t.Tag, "VB") && !isAux(strings.ToLower(t.Text)) || t.Tag == "CD" || strings.HasPrefix(t.Tag, "JJ")
+}
+
+// contentWords counts the content words of toks and reports whether they speak to the
+// listener.
+func contentWords(toks []prose.Token) (content int, listener bool) {
+	for _, t := range toks {
+		if isContent(t) {
+			content++
+		}
+		listener = listener || listenerWord[strings.ToLower(t.Text)]
+	}
+	return content, listener
 }
 
 func isAux(w string) bool {
@@ -350,6 +378,70 @@ func mostFactual(cs []scored, n int) []Candidate {
 		}
 	}
 	return out
+}
+
+// possessed reports whether a leading run names a thing of someone's ("My band, …", "Our
+// group, 'Green Thumbs', …"): the subject of the sentence before its appositive, not a
+// vocative or a headline.
+func possessed(run []prose.Token) bool {
+	for i := 0; i+1 < len(run); i++ {
+		if run[i].Tag == "PRP$" && strings.HasPrefix(run[i+1].Tag, "NN") {
+			return true
+		}
+	}
+	return false
+}
+
+// sceneSetting drops a clause that only sets the scene for the news after a dash or colon
+// ("So much has happened since we last talked - I joined a choir"): when what follows opens
+// with "I" and the clause before speaks neither of the speaker ("I", "my", "me") nor of a
+// time nor names anything, the news is the proposition.
+func sceneSetting(toks []prose.Token) []prose.Token {
+	for d := 1; d+2 < len(toks); d++ {
+		if toks[d].Text != "-" && toks[d].Text != "--" && toks[d].Tag != ":" {
+			continue
+		}
+		j := d + 1
+		for j+1 < len(toks) && toks[j].Tag == "RB" {
+			j++
+		}
+		if toks[j].Text != "I" || len(toks)-j < 5 {
+			return toks // no news of the speaker's after it, or too short to stand alone ("I'm hooked!")
+		}
+		for _, t := range toks[:d] {
+			switch strings.ToLower(t.Text) {
+			case "i", "my", "me", "mine", "myself":
+				return toks
+			}
+			if strings.HasPrefix(t.Tag, "NNP") {
+				return toks // names something: more than a scene ("Harry Potter is amazing - I'm hooked")
+			}
+		}
+		if _, dated := ResolveTime(joinTokens(tokenTexts(toks[:d])), time.Time{}); dated {
+			return toks
+		}
+		return toks[d+1:]
+	}
+	return toks
+}
+
+// cutConcessive drops a trailing concession ("…, even though it took forever", "…, although
+// my knee was sore", "…, even if for a bit"): what the sentence states is before it.
+func cutConcessive(toks []prose.Token) []prose.Token {
+	for i := 2; i+1 < len(toks); i++ {
+		if toks[i].Text != "," {
+			continue
+		}
+		switch w := strings.ToLower(toks[i+1].Text); {
+		case w == "although" || w == "though":
+			return toks[:i]
+		case w == "even" && i+2 < len(toks):
+			if n := strings.ToLower(toks[i+2].Text); n == "though" || n == "if" {
+				return toks[:i]
+			}
+		}
+	}
+	return toks
 }
 
 // keepAdverb are the adverbs that change what a sentence states: negation and frequency.

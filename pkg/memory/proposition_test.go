@@ -56,6 +56,14 @@ func TestProposition(t *testing.T) {
 		// A subject left out after an opening adverb (issue 17, fifth round).
 		{"the I left out before just and a past verb is put back", "Just finished my first half marathon, it was brutal!", "I finished their first half marathon"},
 		{"the I left out before finally is put back", "Finally booked the flights to Lisbon for our anniversary.", "I booked the flights to Lisbon for our anniversary."},
+		{"a possessive subject before its appositive stays", "My band, \"The Night Owls\", plays at the harbour fair every summer.", "My band, \"The Night Owls\", plays at the harbour fair every summer."},
+		{"a scene-setting clause before a dash goes", "So much has changed since we last spoke - I started a new job at the library.", "I started a new job at the library."},
+		{"a clause before a dash that names something stays", "The Lisbon trip was wild - I lost my passport twice.", "The Lisbon trip was wild - I lost their passport twice."},
+		{"a clause before a dash that dates the news stays", "Last weekend was busy - I repainted the whole fence.", "Last weekend was busy - I repainted the whole fence."},
+		{"a trailing although clause goes", "I ran five miles this morning, although my knee was sore.", "I ran five miles this morning"},
+		{"a trailing even though clause goes", "I finished the quilt for my niece, even though it took forever.", "I finished the quilt for their niece"},
+		{"an even if clause goes", "Helping at the food bank made me feel useful, even if only for an afternoon.", "Helping at the food bank made me feel useful"},
+		{"a though inside the sentence stays", "I kept going though the trail was icy.", "I kept going though the trail was icy."},
 		{"the I left out before recently is put back", "Recently took up rock climbing with a few coworkers.", "I took up rock climbing with a few coworkers."},
 	}
 	tg := newTagger()
