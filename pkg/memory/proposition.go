@@ -89,7 +89,7 @@ type prop struct {
 }
 
 func (tg *tagger) propose(s string) prop {
-	toks := tg.words(s)
+	toks := parentheticals(tg.words(s))
 	if len(toks) == 0 {
 		return prop{}
 	}
@@ -120,6 +120,7 @@ func (tg *tagger) propose(s string) prop {
 		}
 		toks = toks[cut+1:]
 	}
+	toks = newsFrame(toks)
 	for len(toks) > 0 && (toks[0].Tag == "UH" || discourse[strings.ToLower(toks[0].Text)]) && len(toks) > 1 && toks[1].Tag != "VBZ" && toks[1].Tag != "VBD" {
 		toks = toks[1:]
 	}
@@ -378,6 +379,64 @@ func mostFactual(cs []scored, n int) []Candidate {
 		}
 	}
 	return out
+}
+
+// parentheticals drops the asides that speak to the listener without saying anything: "you
+// know" between commas or at the end ("It's just great, you know?"), "speaking of which" at the
+// start and "speaking of" at the end ("I reorganized my shelf, speaking of.").
+func parentheticals(toks []prose.Token) []prose.Token {
+	low := func(i int) string {
+		if i < 0 || i >= len(toks) {
+			return ""
+		}
+		return strings.ToLower(toks[i].Text)
+	}
+	if low(0) == "speaking" && low(1) == "of" && low(2) == "which" && low(3) == "," {
+		toks = toks[4:]
+	}
+	out := make([]prose.Token, 0, len(toks))
+	for i := 0; i < len(toks); i++ {
+		end := func(j int) bool { return j >= len(toks) || toks[j].Tag == "." || toks[j].Text == "," }
+		switch {
+		case low(i) == "," && low(i+1) == "you" && low(i+2) == "know" && end(i+3):
+			i += 2 // ", you know" — the comma or the end after it stays
+			continue
+		case low(i) == "," && low(i+1) == "speaking" && low(i+2) == "of" && end(i+3):
+			i += 2
+			continue
+		}
+		out = append(out, toks[i])
+	}
+	return out
+}
+
+// newsFrame drops the frame a speaker puts news in for the listener: "(I just) wanted to let
+// you know (that) I joined a travel club", "I have to tell you, we adopted a kitten" — the
+// news, which opens with the speaker ("I", "we", "my", "our"), is the proposition.
+func newsFrame(toks []prose.Token) []prose.Token {
+	for i := 0; i+2 < len(toks) && i < 12; i++ {
+		j := -1
+		switch w := strings.ToLower(toks[i].Text); {
+		case w == "let" && strings.EqualFold(toks[i+1].Text, "you") && strings.EqualFold(toks[i+2].Text, "know"):
+			j = i + 3
+		case w == "tell" && strings.EqualFold(toks[i+1].Text, "you"):
+			j = i + 2
+		}
+		if j < 0 {
+			continue
+		}
+		for j < len(toks) && (toks[j].Text == "," || toks[j].Text == ":" || strings.EqualFold(toks[j].Text, "that")) {
+			j++
+		}
+		if j+2 < len(toks) {
+			switch strings.ToLower(toks[j].Text) {
+			case "i", "we", "my", "our":
+				return toks[j:]
+			}
+		}
+		return toks
+	}
+	return toks
 }
 
 // possessed reports whether a leading run names a thing of someone's ("My band, …", "Our

@@ -64,6 +64,12 @@ func TestProposition(t *testing.T) {
 		{"a trailing even though clause goes", "I finished the quilt for my niece, even though it took forever.", "I finished the quilt for their niece"},
 		{"an even if clause goes", "Helping at the food bank made me feel useful, even if only for an afternoon.", "Helping at the food bank made me feel useful"},
 		{"a though inside the sentence stays", "I kept going though the trail was icy.", "I kept going though the trail was icy."},
+		{"a news frame for the listener goes", "I just wanted to let you know I finished my first pottery course.", "I finished their first pottery course."},
+		{"a news frame with that goes", "Haven't talked in a while, wanted to let you know that I got the apartment!", "I got the apartment!"},
+		{"a you know aside goes", "I started volunteering at the animal shelter, you know, on weekends.", "I started volunteering at the animal shelter, on weekends."},
+		{"a speaking of which opening goes", "Speaking of which, I repainted the kitchen.", "I repainted the kitchen."},
+		{"a trailing speaking of goes", "I repainted the kitchen cabinets, speaking of.", "I repainted the kitchen cabinets."},
+		{"a promise to let the listener know is still no proposition", "I'll let you know if I need a hand.", ""},
 		{"the I left out before recently is put back", "Recently took up rock climbing with a few coworkers.", "I took up rock climbing with a few coworkers."},
 	}
 	tg := newTagger()
