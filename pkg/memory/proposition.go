@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jdkato/prose/v2"
 )
@@ -89,7 +91,7 @@ type prop struct {
 }
 
 func (tg *tagger) propose(s string) prop {
-	toks := parentheticals(tg.words(s))
+	toks := parentheticals(tg.pastOpening(s, tg.words(s)))
 	if len(toks) == 0 {
 		return prop{}
 	}
@@ -379,6 +381,26 @@ func mostFactual(cs []scored, n int) []Candidate {
 		}
 	}
 	return out
+}
+
+// pastOpening tags a sentence again with its first letter in lower case when the capital
+// made its first word an imperative or a name and in lower case it is a past-tense verb:
+// "Took a short trip to Rome" (Took/VB), "Finished my first marathon" (Finished/NNP) — a
+// chatty sentence that leaves out its "I".
+func (tg *tagger) pastOpening(s string, toks []prose.Token) []prose.Token {
+	if len(toks) < 2 || toks[0].Text == "I" || toks[0].Tag != "VB" && toks[0].Tag != "NNP" && toks[0].Tag != "NN" {
+		return toks
+	}
+	r, size := utf8.DecodeRuneInString(s)
+	if !unicode.IsUpper(r) {
+		return toks
+	}
+	again := tg.words(string(unicode.ToLower(r)) + s[size:])
+	if len(again) == 0 || again[0].Tag != "VBD" && again[0].Tag != "VBN" {
+		return toks
+	}
+	again[0].Text = toks[0].Text
+	return again
 }
 
 // parentheticals drops the asides that speak to the listener without saying anything: "you

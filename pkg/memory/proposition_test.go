@@ -100,6 +100,9 @@ func TestElidedSubjectStatesWhatTheSpeakerDid(t *testing.T) {
 		{"got back, dated yesterday", "Hi Sam! Just got back from a ski trip in the Alps yesterday, it was a blast!", "Rosa got back from a ski trip in the Alps yesterday", "2023-05-07"},
 		{"started, undated", "Just started taking evening classes in ceramics.", "Rosa started taking evening classes in ceramics", ""},
 		{"finished, after finally", "Finally repainted the whole garden shed last weekend.", "Rosa repainted the whole garden shed last weekend", "2023-05-06"},
+		{"a past verb the capital tagged as an imperative", "Took the train up to Edinburgh last Saturday with my cousins.", "Rosa took the train up to Edinburgh last Saturday with their cousins", "2023-05-06"},
+		{"a past verb the capital tagged as a name", "Finished my first triathlon yesterday!", "Rosa finished their first triathlon yesterday", "2023-05-07"},
+		{"an imperative stays no memory", "Take the train up to Edinburgh next time.", "", ""},
 		{"a feeling is no event", "Excited to try it out.", "", ""},
 		{"a feeling about something is no event", "Worried about the exam results.", "", ""},
 	}
