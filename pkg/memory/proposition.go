@@ -657,6 +657,9 @@ func impliedSubject(toks []prose.Token) (out []prose.Token, event bool) {
 	switch {
 	case strings.EqualFold(verb.Text, "been"):
 		add = []prose.Token{{Text: "I", Tag: "PRP"}, {Text: "'ve", Tag: "VBP"}}
+		// "Been volunteering at the shelter", "Been busy training for the race": what the
+		// speaker has been doing.
+		event = next == "VBG" || strings.HasPrefix(next, "JJ") && v+2 < len(toks) && toks[v+2].Tag == "VBG"
 	case v == 0 && (strings.EqualFold(verb.Text, "ca") || strings.EqualFold(verb.Text, "wo")) && toks[1].Text == "n't":
 		add = []prose.Token{{Text: "I", Tag: "PRP"}} // "Can't wait to …", "Won't be long …"
 	case v == 0 && strings.EqualFold(verb.Text, "gonna"):

@@ -90,7 +90,7 @@ func TestProposition(t *testing.T) {
 }
 
 // TestElidedSubjectStatesWhatTheSpeakerDid: a chatty sentence that leaves out its "I" before a
-// past-tense verb says what the speaker did, and is a memory about them (an event with its
+// past-tense verb, or before "been" and what the speaker has been doing, says what the speaker did, and is a memory about them (an event with its
 // absolute date when it gives one); one that leaves it out before a feeling is no memory.
 func TestElidedSubjectStatesWhatTheSpeakerDid(t *testing.T) {
 	at := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
@@ -103,6 +103,9 @@ func TestElidedSubjectStatesWhatTheSpeakerDid(t *testing.T) {
 		{"a past verb the capital tagged as an imperative", "Took the train up to Edinburgh last Saturday with my cousins.", "Rosa took the train up to Edinburgh last Saturday with their cousins", "2023-05-06"},
 		{"a past verb the capital tagged as a name", "Finished my first triathlon yesterday!", "Rosa finished their first triathlon yesterday", "2023-05-07"},
 		{"an imperative stays no memory", "Take the train up to Edinburgh next time.", "", ""},
+		{"what the speaker has been doing", "Been restoring an old sailboat with my uncle on weekends.", "Rosa has been restoring an old sailboat with their uncle on weekends", ""},
+		{"what the speaker has been busy doing", "Been busy training for the city half marathon.", "Rosa has been busy training for the city half marathon", ""},
+		{"how the speaker has been is no memory", "Been a crazy month for sure.", "", ""},
 		{"a feeling is no event", "Excited to try it out.", "", ""},
 		{"a feeling about something is no event", "Worried about the exam results.", "", ""},
 	}
