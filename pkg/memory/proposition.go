@@ -51,7 +51,13 @@ func (tg *tagger) words(s string) []prose.Token {
 	if err != nil {
 		return nil
 	}
-	return doc.Tokens()
+	toks := doc.Tokens()
+	for i := range toks {
+		if toks[i].Text == "—" || toks[i].Text == "–" {
+			toks[i].Tag = ":" // a dash, which the model reads as a verb
+		}
+	}
+	return toks
 }
 
 // fillers are adverbs that carry no fact ("I'm so excited", "I just got back", "really

@@ -58,6 +58,7 @@ func TestProposition(t *testing.T) {
 		{"the I left out before finally is put back", "Finally booked the flights to Lisbon for our anniversary.", "I booked the flights to Lisbon for our anniversary."},
 		{"a possessive subject before its appositive stays", "My band, \"The Night Owls\", plays at the harbour fair every summer.", "My band, \"The Night Owls\", plays at the harbour fair every summer."},
 		{"a scene-setting clause before a dash goes", "So much has changed since we last spoke - I started a new job at the library.", "I started a new job at the library."},
+		{"an em dash is a dash", "So much has changed since we last spoke — I started a new job at the library.", "I started a new job at the library."},
 		{"a clause before a dash that names something stays", "The Lisbon trip was wild - I lost my passport twice.", "The Lisbon trip was wild - I lost their passport twice."},
 		{"a clause before a dash that dates the news stays", "Last weekend was busy - I repainted the whole fence.", "Last weekend was busy - I repainted the whole fence."},
 		{"a trailing although clause goes", "I ran five miles this morning, although my knee was sore.", "I ran five miles this morning"},
