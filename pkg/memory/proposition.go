@@ -129,6 +129,17 @@ func (tg *tagger) propose(s string) prop {
 		toks = toks[cut+1:]
 	}
 	toks = newsFrame(toks)
+	said := toks
+	toks, talk := sinceWeTalked(toks)
+	if len(toks) == 0 || talk && newsOfNothing(toks) {
+		return prop{} // "A lot has happened since we last spoke", "Been ages since we talked"
+	}
+	talkContent, _ := contentWords(said)
+	if left, _ := contentWords(toks); talk {
+		talkContent -= left // counts towards the score like the other trimmings below
+	} else {
+		talkContent = 0
+	}
 	for len(toks) > 0 && (toks[0].Tag == "UH" || discourse[strings.ToLower(toks[0].Text)]) && len(toks) > 1 && toks[1].Tag != "VBZ" && toks[1].Tag != "VBD" {
 		toks = toks[1:]
 	}
@@ -177,6 +188,7 @@ func (tg *tagger) propose(s string) prop {
 	}
 	verbs, firstPerson := 0, false
 	content, listener := contentWords(trimmed)
+	content += talkContent
 	var out []string
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
@@ -409,6 +421,66 @@ func (tg *tagger) pastOpening(s string, toks []prose.Token) []prose.Token {
 	return again
 }
 
+// sinceWeTalked drops the time of the last conversation ("Since we last spoke, I …", "…
+// since our last chat"): it dates nothing a reader can place, and tells of the conversation,
+// not of the speaker. talk reports whether there was one.
+func sinceWeTalked(toks []prose.Token) (out []prose.Token, talk bool) {
+	for i := 0; i+2 < len(toks); i++ {
+		if !strings.EqualFold(toks[i].Text, "since") {
+			continue
+		}
+		j := i + 1
+		switch strings.ToLower(toks[j].Text) {
+		case "we", "our":
+		default:
+			continue
+		}
+		j++
+		for j < len(toks) && (strings.EqualFold(toks[j].Text, "last") || toks[j].Tag == "RB") {
+			j++
+		}
+		if j >= len(toks) || !talkWord[strings.ToLower(toks[j].Text)] {
+			continue
+		}
+		j++
+		for j < len(toks) && (strings.EqualFold(toks[j].Text, "up") || strings.EqualFold(toks[j].Text, "last")) {
+			j++ // "since we caught up", "since we chatted last"
+		}
+		start := i
+		switch {
+		case j < len(toks) && toks[j].Text == ",":
+			j++ // "Since we last spoke, I …"
+		case start > 0 && toks[start-1].Text == ",":
+			start-- // "…, since we last spoke"
+		}
+		out = append(append([]prose.Token(nil), toks[:start]...), toks[j:]...)
+		return out, true
+	}
+	return toks, false
+}
+
+// talkWord are the words of talking with someone.
+var talkWord = wordSet(`talked spoke chatted caught chat talk conversation spoke met`)
+
+// newsOfNothing reports whether what is left of a sentence once the last conversation is
+// taken off only announces news ("A lot has happened", "Crazy thing happened", "It's been
+// ages"): every noun is a generic thing or a span of time.
+func newsOfNothing(toks []prose.Token) bool {
+	generic := false
+	for i, t := range toks {
+		low := strings.ToLower(t.Text)
+		generic = generic || genericThing[low]
+		// A capital first word is read as a name whatever it is ("Crazy stuff happened").
+		if strings.HasPrefix(t.Tag, "NN") && !genericThing[low] && !strings.HasPrefix(low, "i'") && low != "been" && (i > 0 || t.Tag != "NNP") {
+			return false
+		}
+	}
+	return generic
+}
+
+var genericThing = wordSet(`lot lots things thing stuff something much bunch ton tons ages while days weeks months
+	years time forever`)
+
 // parentheticals drops the asides that speak to the listener without saying anything: "you
 // know" between commas or at the end ("It's just great, you know?"), "speaking of which" at the
 // start and "speaking of" at the end ("I reorganized my shelf, speaking of.").
@@ -492,7 +564,7 @@ func sceneSetting(toks []prose.Token) []prose.Token {
 		for j+1 < len(toks) && toks[j].Tag == "RB" {
 			j++
 		}
-		if toks[j].Text != "I" || len(toks)-j < 5 {
+		if toks[j].Text != "I" && !strings.HasPrefix(toks[j].Text, "I'") || len(toks)-j < 5 {
 			return toks // no news of the speaker's after it, or too short to stand alone ("I'm hooked!")
 		}
 		for _, t := range toks[:d] {

@@ -71,6 +71,12 @@ func TestProposition(t *testing.T) {
 		{"a speaking of which opening goes", "Speaking of which, I repainted the kitchen.", "I repainted the kitchen."},
 		{"a trailing speaking of goes", "I repainted the kitchen cabinets, speaking of.", "I repainted the kitchen cabinets."},
 		{"a promise to let the listener know is still no proposition", "I'll let you know if I need a hand.", ""},
+		{"the time of the last conversation before the news goes", "Since we last talked, I adopted a border collie.", "I adopted a border collie."},
+		{"the time of the last conversation after the news goes", "I started a herb garden since we last spoke.", "I started a herb garden."},
+		{"after a vocative too", "Oh Sam, since we caught up I finished the mural.", "I finished the mural."},
+		{"that much has happened since is no proposition", "So much has happened since we last talked!", ""},
+		{"that stuff happened since is no proposition", "Crazy stuff happened since we last chatted.", ""},
+		{"that it has been a while is no proposition", "Been ages since our last chat.", ""},
 		{"the I left out before recently is put back", "Recently took up rock climbing with a few coworkers.", "I took up rock climbing with a few coworkers."},
 	}
 	tg := newTagger()
