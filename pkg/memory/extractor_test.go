@@ -84,6 +84,9 @@ func TestResolveTime(t *testing.T) {
 		{"this weekend we hike", "2023-05-13"},
 		{"we moved there in March", "2023-03-01"},
 		{"the deadline is 2023-07-01", "2023-07-01"},
+		{"I joined a choir last Tues.", "2023-05-02"},
+		{"we meet next Thurs for lunch", "2023-05-11"},
+		{"this past Sat we hiked", "2023-05-06"},
 	}
 	for _, tc := range cases {
 		got, ok := memory.ResolveTime(tc.text, at)
@@ -91,7 +94,7 @@ func TestResolveTime(t *testing.T) {
 			t.Errorf("%q: got %v %v, want %s", tc.text, got, ok, tc.want)
 		}
 	}
-	for _, none := range []string{"no time here", "this may work", "I may go"} {
+	for _, none := range []string{"no time here", "this may work", "I may go", "I sat on the porch", "we wed in the sun"} {
 		if got, ok := memory.ResolveTime(none, at); ok {
 			t.Errorf("%q: resolved %v in a sentence without a time", none, got)
 		}

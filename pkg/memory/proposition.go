@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jdkato/prose/v2"
 )
@@ -49,7 +51,13 @@ func (tg *tagger) words(s string) []prose.Token {
 	if err != nil {
 		return nil
 	}
-	return doc.Tokens()
+	toks := doc.Tokens()
+	for i := range toks {
+		if toks[i].Text == "—" || toks[i].Text == "–" {
+			toks[i].Tag = ":" // a dash, which the model reads as a verb
+		}
+	}
+	return toks
 }
 
 // fillers are adverbs that carry no fact ("I'm so excited", "I just got back", "really
@@ -73,9 +81,25 @@ func isVerbTag(t string) bool { return strings.HasPrefix(t, "VB") || t == "MD" }
 // proposition cleans a sentence into a proposition and scores how much of a fact about the
 // speaker it is; ok is false for chit-chat and reactions.
 func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) {
-	toks := tg.words(s)
+	p := tg.propose(s)
+	return p.text, p.score, p.self, p.ok
+}
+
+// prop is a sentence read as a proposition: its text, how much of a fact about the speaker it
+// states, whether it speaks of the speaker, whether it is one at all, and whether its "I" was
+// put back before a past-tense verb ("Just got back from a road trip" — a chatty sentence that
+// states what the speaker did).
+type prop struct {
+	text         string
+	score        int
+	self, ok     bool
+	impliedEvent bool
+}
+
+func (tg *tagger) propose(s string) prop {
+	toks := parentheticals(tg.pastOpening(s, tg.words(s)))
 	if len(toks) == 0 {
-		return "", 0, false, false
+		return prop{}
 	}
 	// Leading material: interjections, greetings, vocatives, "Big news:", "you won't believe
 	// it -" — words before the first comma, colon or dash that hold no verb, or neither a
@@ -96,13 +120,25 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 			noun = noun || strings.HasPrefix(t.Tag, "NN") && !discourse[low]
 			self = self || firstPersonWord[low]
 		}
-		if cut < 0 || cut+1 >= len(toks) || verb && (noun || self) {
+		if cut < 0 || cut+1 >= len(toks) || verb && (noun || self) || possessed(toks[:cut]) {
 			break
 		}
 		if _, dated := ResolveTime(joinTokens(tokenTexts(toks[:cut])), time.Time{}); dated {
 			break
 		}
 		toks = toks[cut+1:]
+	}
+	toks = newsFrame(toks)
+	said := toks
+	toks, talk := sinceWeTalked(toks)
+	if len(toks) == 0 || talk && newsOfNothing(toks) {
+		return prop{} // "A lot has happened since we last spoke", "Been ages since we talked"
+	}
+	talkContent, _ := contentWords(said)
+	if left, _ := contentWords(toks); talk {
+		talkContent -= left // counts towards the score like the other trimmings below
+	} else {
+		talkContent = 0
 	}
 	for len(toks) > 0 && (toks[0].Tag == "UH" || discourse[strings.ToLower(toks[0].Text)]) && len(toks) > 1 && toks[1].Tag != "VBZ" && toks[1].Tag != "VBD" {
 		toks = toks[1:]
@@ -115,9 +151,15 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 			toks = toks[1:]
 		}
 	}
-	toks = impliedSubject(toks)
+	// What the trimming takes off (a scene-setting clause, a concession) still counts towards
+	// how much the sentence says: it ranks the sentence among the message's others.
+	var trimmed []prose.Token
+	if scene := sceneSetting(toks); len(scene) < len(toks) {
+		trimmed, toks = toks[:len(toks)-len(scene)], scene
+	}
+	toks, event := impliedSubject(toks)
 	if len(toks) < 3 {
-		return "", 0, false, false
+		return prop{}
 	}
 	first := strings.ToLower(toks[0].Text)
 	second := ""
@@ -127,7 +169,7 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 	// Chit-chat: imperatives ("Keep it up", "Take care", "Let's …"), talk about the listener
 	// or the conversation, and reactions.
 	if toks[0].Tag == "VB" || first == "let" || first == "let's" || first == "please" {
-		return "", 0, false, false
+		return prop{}
 	}
 	if view, ok := speakersView(toks); ok {
 		toks = view
@@ -138,10 +180,15 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 	// a fact about the speaker.
 	mine := !listenerWord[first] && saysMine(toks[1:])
 	if !mine && reactionStart[first] || first == "here" && (second == "'s" || second == "is" || second == "are") || !mine && (first == "that" || first == "it" || first == "this") && (second == "'s" || second == "is" || second == "was" || second == "sounds" || second == "looks") {
-		return "", 0, false, false
+		return prop{}
 	}
 	toks = cutReaction(toks)
-	verbs, content, firstPerson, listener := 0, 0, false, false
+	if said := cutConcessive(toks); len(said) < len(toks) {
+		trimmed, toks = append(trimmed, toks[len(said):]...), said
+	}
+	verbs, firstPerson := 0, false
+	content, listener := contentWords(trimmed)
+	content += talkContent
 	var out []string
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
@@ -160,7 +207,7 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 		if fillers[low] && strings.HasPrefix(t.Tag, "JJ") && i+1 < len(toks) && strings.HasPrefix(toks[i+1].Tag, "JJ") {
 			continue
 		}
-		if strings.HasPrefix(t.Tag, "NN") || strings.HasPrefix(t.Tag, "VB") && !isAux(low) || t.Tag == "CD" || strings.HasPrefix(t.Tag, "JJ") {
+		if isContent(t) {
 			content++
 		}
 		out = append(out, written(toks, i)...)
@@ -168,14 +215,31 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 	if verbs == 0 || content < 2 || listener {
 		// No statement, or talk with the listener ("I owe you one", "Joanna can see why
 		// you're thrilled", "Jon will get the video to you"): chit-chat, not a memory.
-		return "", 0, false, false
+		return prop{}
 	}
-	text = joinTokens(laterMentions(out))
-	score = min(content, 8)
+	score := min(content, 8)
 	if firstPerson {
 		score += 3
 	}
-	return text, score, firstPerson, true
+	return prop{text: joinTokens(laterMentions(out)), score: score, self: firstPerson, ok: true, impliedEvent: event}
+}
+
+// isContent reports whether a word carries content: a noun, a verb that is no auxiliary, a
+// number or an adjective.
+func isContent(t prose.Token) bool {
+	return strings.HasPrefix(t.Tag, "NN") || strings.HasPrefix(t.Tag, "VB") && !isAux(strings.ToLower(t.Text)) || t.Tag == "CD" || strings.HasPrefix(t.Tag, "JJ")
+}
+
+// contentWords counts the content words of toks and reports whether they speak to the
+// listener.
+func contentWords(toks []prose.Token) (content int, listener bool) {
+	for _, t := range toks {
+		if isContent(t) {
+			content++
+		}
+		listener = listener || listenerWord[strings.ToLower(t.Text)]
+	}
+	return content, listener
 }
 
 func isAux(w string) bool {
@@ -256,10 +320,11 @@ const minOtherScore = 7
 // people, events, tasks…) with their text cleaned into a proposition, or, when no rule
 // matches, the proposition itself as a fact when it is about the speaker.
 func (tg *tagger) userPropositions(s, speaker string, m Message) []scored {
-	clean, score, _, ok := tg.proposition(s)
+	p := tg.propose(s)
+	clean, score, ok := p.text, p.score, p.ok
 	pronounSubject := ok && bareSubject[strings.ToLower(firstWord(clean))]
 	cs := userRules(s, speaker, m)
-	if len(cs) == 0 && ok && !reRequest.MatchString(s) && !reHedge.MatchString(s) && reFirstPerson.MatchString(reOpinion.ReplaceAllString(s, "")) {
+	if len(cs) == 0 && ok && !reRequest.MatchString(s) && !reHedge.MatchString(s) && (p.impliedEvent || reFirstPerson.MatchString(reOpinion.ReplaceAllString(s, ""))) {
 		cat := Fact
 		if _, dated := ResolveTime(s, m.CreatedAt); dated {
 			cat = Event
@@ -334,6 +399,208 @@ func mostFactual(cs []scored, n int) []Candidate {
 		}
 	}
 	return out
+}
+
+// pastOpening tags a sentence again with its first letter in lower case when the capital
+// made its first word an imperative or a name and in lower case it is a past-tense verb:
+// "Took a short trip to Rome" (Took/VB), "Finished my first marathon" (Finished/NNP) — a
+// chatty sentence that leaves out its "I".
+func (tg *tagger) pastOpening(s string, toks []prose.Token) []prose.Token {
+	if len(toks) < 2 || toks[0].Text == "I" || toks[0].Tag != "VB" && toks[0].Tag != "NNP" && toks[0].Tag != "NN" {
+		return toks
+	}
+	r, size := utf8.DecodeRuneInString(s)
+	if !unicode.IsUpper(r) {
+		return toks
+	}
+	again := tg.words(string(unicode.ToLower(r)) + s[size:])
+	if len(again) == 0 || again[0].Tag != "VBD" && again[0].Tag != "VBN" {
+		return toks
+	}
+	again[0].Text = toks[0].Text
+	return again
+}
+
+// sinceWeTalked drops the time of the last conversation ("Since we last spoke, I …", "…
+// since our last chat"): it dates nothing a reader can place, and tells of the conversation,
+// not of the speaker. talk reports whether there was one.
+func sinceWeTalked(toks []prose.Token) (out []prose.Token, talk bool) {
+	for i := 0; i+2 < len(toks); i++ {
+		if !strings.EqualFold(toks[i].Text, "since") {
+			continue
+		}
+		j := i + 1
+		switch strings.ToLower(toks[j].Text) {
+		case "we", "our":
+		default:
+			continue
+		}
+		j++
+		for j < len(toks) && (strings.EqualFold(toks[j].Text, "last") || toks[j].Tag == "RB") {
+			j++
+		}
+		if j >= len(toks) || !talkWord[strings.ToLower(toks[j].Text)] {
+			continue
+		}
+		j++
+		for j < len(toks) && (strings.EqualFold(toks[j].Text, "up") || strings.EqualFold(toks[j].Text, "last")) {
+			j++ // "since we caught up", "since we chatted last"
+		}
+		start := i
+		switch {
+		case j < len(toks) && toks[j].Text == ",":
+			j++ // "Since we last spoke, I …"
+		case start > 0 && toks[start-1].Text == ",":
+			start-- // "…, since we last spoke"
+		}
+		out = append(append([]prose.Token(nil), toks[:start]...), toks[j:]...)
+		return out, true
+	}
+	return toks, false
+}
+
+// talkWord are the words of talking with someone.
+var talkWord = wordSet(`talked spoke chatted caught chat talk conversation spoke met`)
+
+// newsOfNothing reports whether what is left of a sentence once the last conversation is
+// taken off only announces news ("A lot has happened", "Crazy thing happened", "It's been
+// ages"): every noun is a generic thing or a span of time.
+func newsOfNothing(toks []prose.Token) bool {
+	generic := false
+	for i, t := range toks {
+		low := strings.ToLower(t.Text)
+		generic = generic || genericThing[low]
+		// A capital first word is read as a name whatever it is ("Crazy stuff happened").
+		if strings.HasPrefix(t.Tag, "NN") && !genericThing[low] && !strings.HasPrefix(low, "i'") && low != "been" && (i > 0 || t.Tag != "NNP") {
+			return false
+		}
+	}
+	return generic
+}
+
+var genericThing = wordSet(`lot lots things thing stuff something much bunch ton tons ages while days weeks months
+	years time forever`)
+
+// parentheticals drops the asides that speak to the listener without saying anything: "you
+// know" between commas or at the end ("It's just great, you know?"), "speaking of which" at the
+// start and "speaking of" at the end ("I reorganized my shelf, speaking of.").
+func parentheticals(toks []prose.Token) []prose.Token {
+	low := func(i int) string {
+		if i < 0 || i >= len(toks) {
+			return ""
+		}
+		return strings.ToLower(toks[i].Text)
+	}
+	if low(0) == "speaking" && low(1) == "of" && low(2) == "which" && low(3) == "," {
+		toks = toks[4:]
+	}
+	out := make([]prose.Token, 0, len(toks))
+	for i := 0; i < len(toks); i++ {
+		end := func(j int) bool { return j >= len(toks) || toks[j].Tag == "." || toks[j].Text == "," }
+		switch {
+		case low(i) == "," && low(i+1) == "you" && low(i+2) == "know" && end(i+3):
+			i += 2 // ", you know" — the comma or the end after it stays
+			continue
+		case low(i) == "," && low(i+1) == "speaking" && low(i+2) == "of" && end(i+3):
+			i += 2
+			continue
+		}
+		out = append(out, toks[i])
+	}
+	return out
+}
+
+// newsFrame drops the frame a speaker puts news in for the listener: "(I just) wanted to let
+// you know (that) I joined a travel club", "I have to tell you, we adopted a kitten" — the
+// news, which opens with the speaker ("I", "we", "my", "our"), is the proposition.
+func newsFrame(toks []prose.Token) []prose.Token {
+	for i := 0; i+2 < len(toks) && i < 12; i++ {
+		j := -1
+		switch w := strings.ToLower(toks[i].Text); {
+		case w == "let" && strings.EqualFold(toks[i+1].Text, "you") && strings.EqualFold(toks[i+2].Text, "know"):
+			j = i + 3
+		case w == "tell" && strings.EqualFold(toks[i+1].Text, "you"):
+			j = i + 2
+		}
+		if j < 0 {
+			continue
+		}
+		for j < len(toks) && (toks[j].Text == "," || toks[j].Text == ":" || strings.EqualFold(toks[j].Text, "that")) {
+			j++
+		}
+		if j+2 < len(toks) {
+			switch strings.ToLower(toks[j].Text) {
+			case "i", "we", "my", "our":
+				return toks[j:]
+			}
+		}
+		return toks
+	}
+	return toks
+}
+
+// possessed reports whether a leading run names a thing of someone's ("My band, …", "Our
+// group, 'Green Thumbs', …"): the subject of the sentence before its appositive, not a
+// vocative or a headline.
+func possessed(run []prose.Token) bool {
+	for i := 0; i+1 < len(run); i++ {
+		if run[i].Tag == "PRP$" && strings.HasPrefix(run[i+1].Tag, "NN") {
+			return true
+		}
+	}
+	return false
+}
+
+// sceneSetting drops a clause that only sets the scene for the news after a dash or colon
+// ("So much has happened since we last talked - I joined a choir"): when what follows opens
+// with "I" and the clause before speaks neither of the speaker ("I", "my", "me") nor of a
+// time nor names anything, the news is the proposition.
+func sceneSetting(toks []prose.Token) []prose.Token {
+	for d := 1; d+2 < len(toks); d++ {
+		if toks[d].Text != "-" && toks[d].Text != "--" && toks[d].Tag != ":" {
+			continue
+		}
+		j := d + 1
+		for j+1 < len(toks) && toks[j].Tag == "RB" {
+			j++
+		}
+		if toks[j].Text != "I" && !strings.HasPrefix(toks[j].Text, "I'") || len(toks)-j < 5 {
+			return toks // no news of the speaker's after it, or too short to stand alone ("I'm hooked!")
+		}
+		for _, t := range toks[:d] {
+			switch strings.ToLower(t.Text) {
+			case "i", "my", "me", "mine", "myself":
+				return toks
+			}
+			if strings.HasPrefix(t.Tag, "NNP") {
+				return toks // names something: more than a scene ("Harry Potter is amazing - I'm hooked")
+			}
+		}
+		if _, dated := ResolveTime(joinTokens(tokenTexts(toks[:d])), time.Time{}); dated {
+			return toks
+		}
+		return toks[d+1:]
+	}
+	return toks
+}
+
+// cutConcessive drops a trailing concession ("…, even though it took forever", "…, although
+// my knee was sore", "…, even if for a bit"): what the sentence states is before it.
+func cutConcessive(toks []prose.Token) []prose.Token {
+	for i := 2; i+1 < len(toks); i++ {
+		if toks[i].Text != "," {
+			continue
+		}
+		switch w := strings.ToLower(toks[i+1].Text); {
+		case w == "although" || w == "though":
+			return toks[:i]
+		case w == "even" && i+2 < len(toks):
+			if n := strings.ToLower(toks[i+2].Text); n == "though" || n == "if" {
+				return toks[:i]
+			}
+		}
+	}
+	return toks
 }
 
 // keepAdverb are the adverbs that change what a sentence states: negation and frequency.
@@ -448,34 +715,49 @@ func tokenTexts(toks []prose.Token) []string {
 }
 
 // impliedSubject puts back the "I" a chatty sentence leaves out: "Been busy volunteering" is
-// "I've been busy volunteering", "Just started doing aerial yoga" is "I started …",
+// "I've been busy volunteering", "Just started doing aerial yoga" is "I just started …" (an
+// adverb before the verb — "just", "finally", "recently" — is looked past),
 // "Researching adoption agencies" is "I'm researching …". A gerund that is the subject
 // ("Painting's a fun way …", "Seeing her smile made my day") is left alone. "Can't wait to
-// see them" is "I can't wait …".
-func impliedSubject(toks []prose.Token) []prose.Token {
-	if len(toks) < 2 {
-		return toks
+// see them" is "I can't wait …". event is true when the "I" was put back before a past-tense
+// verb that is no feeling ("Got back from a road trip", not "Excited to try it"): the
+// sentence says what the speaker did.
+func impliedSubject(toks []prose.Token) (out []prose.Token, event bool) {
+	v := 0 // the verb, past a leading adverb
+	for v+1 < len(toks) && toks[v].Tag == "RB" && impliedAdverb[strings.ToLower(toks[v].Text)] {
+		v++
 	}
-	next := toks[1].Tag
+	if len(toks) < v+2 {
+		return toks, false
+	}
+	verb, next := toks[v], toks[v+1].Tag
 	var add []prose.Token
 	switch {
-	case strings.EqualFold(toks[0].Text, "been"):
+	case strings.EqualFold(verb.Text, "been"):
 		add = []prose.Token{{Text: "I", Tag: "PRP"}, {Text: "'ve", Tag: "VBP"}}
-	case (strings.EqualFold(toks[0].Text, "ca") || strings.EqualFold(toks[0].Text, "wo")) && toks[1].Text == "n't":
+		// "Been volunteering at the shelter", "Been busy training for the race": what the
+		// speaker has been doing.
+		event = next == "VBG" || strings.HasPrefix(next, "JJ") && v+2 < len(toks) && toks[v+2].Tag == "VBG"
+	case v == 0 && (strings.EqualFold(verb.Text, "ca") || strings.EqualFold(verb.Text, "wo")) && toks[1].Text == "n't":
 		add = []prose.Token{{Text: "I", Tag: "PRP"}} // "Can't wait to …", "Won't be long …"
-	case strings.EqualFold(toks[0].Text, "gonna"):
+	case v == 0 && strings.EqualFold(verb.Text, "gonna"):
 		add = []prose.Token{{Text: "I", Tag: "PRP"}, {Text: "'m", Tag: "VBP"}}
-	case toks[0].Tag == "VBD" || toks[0].Tag == "VBN":
+	case verb.Tag == "VBD" || verb.Tag == "VBN":
 		add = []prose.Token{{Text: "I", Tag: "PRP"}}
-	case toks[0].Tag == "VBG" && !isVerbTag(next) && next != "POS" && !finiteVerbBefore(toks[1:], ":"):
+		event = next != "TO" && next != "IN" || !strings.HasSuffix(strings.ToLower(verb.Text), "ed")
+	case v == 0 && verb.Tag == "VBG" && !isVerbTag(next) && next != "POS" && !finiteVerbBefore(toks[1:], ":"):
 		add = []prose.Token{{Text: "I", Tag: "PRP"}, {Text: "'m", Tag: "VBP"}}
 	default:
-		return toks
+		return toks, false
 	}
 	rest := append([]prose.Token(nil), toks...)
-	rest[0].Text = strings.ToLower(rest[0].Text) // a verb after the subject
-	return append(add, rest...)
+	rest[0].Text = strings.ToLower(rest[0].Text) // after the subject
+	return append(add, rest...), event
 }
+
+// impliedAdverb are the adverbs a chatty sentence may open with before the verb whose subject
+// it leaves out ("Just got back …", "Finally finished …").
+var impliedAdverb = wordSet(`just finally recently already also only actually`)
 
 // finiteVerbBefore reports whether a finite verb comes before the first separator.
 func finiteVerbBefore(toks []prose.Token, sep string) bool {

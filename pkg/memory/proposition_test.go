@@ -3,6 +3,7 @@ package memory
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProposition(t *testing.T) {
@@ -52,6 +53,31 @@ func TestProposition(t *testing.T) {
 		{"even before a clause stays", "I kept running, even when my knee hurt.", "I kept running, even when their knee hurt."},
 		{"some of stays", "Some of my cousins moved to Lisbon.", "Some of my cousins moved to Lisbon."},
 		{"all that stays", "I gave away all that old furniture.", "I gave away all that old furniture."},
+		// A subject left out after an opening adverb (issue 17, fifth round).
+		{"the I left out before just and a past verb is put back", "Just finished my first half marathon, it was brutal!", "I finished their first half marathon"},
+		{"the I left out before finally is put back", "Finally booked the flights to Lisbon for our anniversary.", "I booked the flights to Lisbon for our anniversary."},
+		{"a possessive subject before its appositive stays", "My band, \"The Night Owls\", plays at the harbour fair every summer.", "My band, \"The Night Owls\", plays at the harbour fair every summer."},
+		{"a scene-setting clause before a dash goes", "So much has changed since we last spoke - I started a new job at the library.", "I started a new job at the library."},
+		{"an em dash is a dash", "So much has changed since we last spoke — I started a new job at the library.", "I started a new job at the library."},
+		{"a clause before a dash that names something stays", "The Lisbon trip was wild - I lost my passport twice.", "The Lisbon trip was wild - I lost their passport twice."},
+		{"a clause before a dash that dates the news stays", "Last weekend was busy - I repainted the whole fence.", "Last weekend was busy - I repainted the whole fence."},
+		{"a trailing although clause goes", "I ran five miles this morning, although my knee was sore.", "I ran five miles this morning"},
+		{"a trailing even though clause goes", "I finished the quilt for my niece, even though it took forever.", "I finished the quilt for their niece"},
+		{"an even if clause goes", "Helping at the food bank made me feel useful, even if only for an afternoon.", "Helping at the food bank made me feel useful"},
+		{"a though inside the sentence stays", "I kept going though the trail was icy.", "I kept going though the trail was icy."},
+		{"a news frame for the listener goes", "I just wanted to let you know I finished my first pottery course.", "I finished their first pottery course."},
+		{"a news frame with that goes", "Haven't talked in a while, wanted to let you know that I got the apartment!", "I got the apartment!"},
+		{"a you know aside goes", "I started volunteering at the animal shelter, you know, on weekends.", "I started volunteering at the animal shelter, on weekends."},
+		{"a speaking of which opening goes", "Speaking of which, I repainted the kitchen.", "I repainted the kitchen."},
+		{"a trailing speaking of goes", "I repainted the kitchen cabinets, speaking of.", "I repainted the kitchen cabinets."},
+		{"a promise to let the listener know is still no proposition", "I'll let you know if I need a hand.", ""},
+		{"the time of the last conversation before the news goes", "Since we last talked, I adopted a border collie.", "I adopted a border collie."},
+		{"the time of the last conversation after the news goes", "I started a herb garden since we last spoke.", "I started a herb garden."},
+		{"after a vocative too", "Oh Sam, since we caught up I finished the mural.", "I finished the mural."},
+		{"that much has happened since is no proposition", "So much has happened since we last talked!", ""},
+		{"that stuff happened since is no proposition", "Crazy stuff happened since we last chatted.", ""},
+		{"that it has been a while is no proposition", "Been ages since our last chat.", ""},
+		{"the I left out before recently is put back", "Recently took up rock climbing with a few coworkers.", "I took up rock climbing with a few coworkers."},
 	}
 	tg := newTagger()
 	for _, tc := range cases {
@@ -65,6 +91,53 @@ func TestProposition(t *testing.T) {
 			}
 			if !ok || got != tc.want {
 				t.Errorf("proposition(%q) = %q, %v; want %q", tc.sentence, got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestElidedSubjectStatesWhatTheSpeakerDid: a chatty sentence that leaves out its "I" before a
+// past-tense verb, or before "been" and what the speaker has been doing, says what the speaker did, and is a memory about them (an event with its
+// absolute date when it gives one); one that leaves it out before a feeling is no memory.
+func TestElidedSubjectStatesWhatTheSpeakerDid(t *testing.T) {
+	at := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
+	cases := []struct {
+		name, text, has, day string // has "" = no memory
+	}{
+		{"got back, dated yesterday", "Hi Sam! Just got back from a ski trip in the Alps yesterday, it was a blast!", "Rosa got back from a ski trip in the Alps yesterday", "2023-05-07"},
+		{"started, undated", "Just started taking evening classes in ceramics.", "Rosa started taking evening classes in ceramics", ""},
+		{"finished, after finally", "Finally repainted the whole garden shed last weekend.", "Rosa repainted the whole garden shed last weekend", "2023-05-06"},
+		{"a past verb the capital tagged as an imperative", "Took the train up to Edinburgh last Saturday with my cousins.", "Rosa took the train up to Edinburgh last Saturday with their cousins", "2023-05-06"},
+		{"a past verb the capital tagged as a name", "Finished my first triathlon yesterday!", "Rosa finished their first triathlon yesterday", "2023-05-07"},
+		{"an imperative stays no memory", "Take the train up to Edinburgh next time.", "", ""},
+		{"what the speaker has been doing", "Been restoring an old sailboat with my uncle on weekends.", "Rosa has been restoring an old sailboat with their uncle on weekends", ""},
+		{"what the speaker has been busy doing", "Been busy training for the city half marathon.", "Rosa has been busy training for the city half marathon", ""},
+		{"how the speaker has been is no memory", "Been a crazy month for sure.", "", ""},
+		{"a feeling is no event", "Excited to try it out.", "", ""},
+		{"a feeling about something is no event", "Worried about the exam results.", "", ""},
+	}
+	h := NewHeuristic()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := h.Extract(t.Context(), []Message{{ID: "m1", Role: "user", Name: "Rosa", Text: tc.text, CreatedAt: at}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.has == "" {
+				if len(got) > 0 {
+					t.Errorf("Extract(%q) = %q, want no memory", tc.text, got[0].Text)
+				}
+				return
+			}
+			if len(got) != 1 || !strings.Contains(got[0].Text, tc.has) {
+				t.Fatalf("Extract(%q) = %+v, want one memory holding %q", tc.text, got, tc.has)
+			}
+			day := ""
+			if got[0].EventTime != nil {
+				day = got[0].EventTime.Format("2006-01-02")
+			}
+			if day != tc.day {
+				t.Errorf("Extract(%q): event day %q, want %q", tc.text, day, tc.day)
 			}
 		})
 	}

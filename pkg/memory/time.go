@@ -9,6 +9,9 @@ import (
 
 const (
 	weekdayNames = `monday|tuesday|wednesday|thursday|friday|saturday|sunday`
+	// weekdayShort are the weekdays' short forms, read after "last", "next" or "this" only ("last
+	// Tues."; "on Sat" could be the verb).
+	weekdayShort = `mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun`
 	monthNames   = `january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec`
 	countWords   = `a|an|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few|couple of|few|\d+`
 )
@@ -23,7 +26,7 @@ var (
 	reLastUnit     = regexp.MustCompile(`(?i)\b(?:last|past|previous) (week|month|year|weekend)\b`)
 	reNextUnit     = regexp.MustCompile(`(?i)\b(?:next|the coming|coming) (week|month|year|weekend)\b`)
 	reThisWeekend  = regexp.MustCompile(`(?i)\bthis (?:coming )?weekend\b`)
-	reRelDay       = regexp.MustCompile(`(?i)\b(last|this past|past|next|this coming|coming|this|on) (` + weekdayNames + `)\b`)
+	reRelDay       = regexp.MustCompile(`(?i)\b(last|this past|past|next|this coming|coming|this|on) (` + weekdayNames + `)\b|\b(last|this past|past|next|this coming|coming|this) (` + weekdayShort + `)\b\.?`)
 	reAgo          = regexp.MustCompile(`(?i)\b(` + countWords + `) (day|week|month|year)s? ago\b`)
 	reIn           = regexp.MustCompile(`(?i)\bin (` + countWords + `) (day|week|month|year)s?\b`)
 	reFromNow      = regexp.MustCompile(`(?i)\b(` + countWords + `) (day|week|month|year)s? from now\b`)
@@ -38,8 +41,9 @@ var (
 // reMonthPrefixLen is how much of a month's name identifies it ("sept" → "sep").
 const reMonthPrefixLen = 3
 
-var weekdays = map[string]time.Weekday{"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday,
-	"wednesday": time.Wednesday, "thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday}
+// weekdays by the first three letters of their names.
+var weekdays = map[string]time.Weekday{"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday,
+	"wed": time.Wednesday, "thu": time.Thursday, "fri": time.Friday, "sat": time.Saturday}
 
 var months = map[string]time.Month{"jan": time.January, "feb": time.February, "mar": time.March, "apr": time.April,
 	"may": time.May, "jun": time.June, "jul": time.July, "aug": time.August, "sep": time.September, "oct": time.October,
@@ -114,8 +118,9 @@ func ResolveTime(s string, at time.Time) (time.Time, bool) {
 		}
 		return day.AddDate(0, 0, d), true
 	}
-	if g := f.find(reRelDay, "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"); g != nil {
-		return relativeWeekday(day, strings.ToLower(g[1]), weekdays[strings.ToLower(g[2])], tenseOf(s)), true
+	if g := f.find(reRelDay, "mon", "tue", "wed", "thu", "fri", "sat", "sun"); g != nil {
+		qual, name := g[1]+g[3], g[2]+g[4]
+		return relativeWeekday(day, strings.ToLower(qual), weekdays[strings.ToLower(name)[:3]], tenseOf(s)), true
 	}
 	if g := f.find(reMonthDay, digits...); g != nil {
 		if t, ok := monthDay(day, g[1], g[2], g[3], tenseOf(s)); ok {
@@ -150,8 +155,9 @@ func ResolveTime(s string, at time.Time) (time.Time, bool) {
 
 // timeWords are the words of which every time expression ResolveTime reads holds one, unless it
 // holds a digit: the units (which the weekdays, "today" and "yesterday" end in), "night",
-// "tomorrow", the parts of a day and the months' whole names.
-var timeWords = append([]string{"day", "week", "month", "year", "night", "tomorrow", "morning", "afternoon", "evening"}, monthWords...)
+// "tomorrow", the parts of a day, the months' whole names and the weekdays' short forms.
+var timeWords = append([]string{"day", "week", "month", "year", "night", "tomorrow", "morning", "afternoon", "evening",
+	"mon", "tue", "wed", "thu", "fri", "sat", "sun"}, monthWords...)
 
 // monthWords are the months' whole names.
 var monthWords = []string{"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
