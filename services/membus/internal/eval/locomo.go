@@ -551,9 +551,51 @@ type evalResult struct {
 
 // evalLocomo runs membus (and the baseline) on the conversations: recall quality, or with
 // p.extraction the extracted memories against the observations.
+// With p.dataDir, it ingests into that dir and writes its manifest once membus stopped, or
+// reuses the dir a previous run ingested (same data and embedder) and only recalls.
 func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResult, error) {
+	if p.dataDir == "" {
+		res, _, err := evalLocomoIn(ctx, convs, p, nil)
+		return res, err
+	}
+	if p.extraction || p.backend != (harness.Backend{}) {
+		return evalResult{}, fmt.Errorf("%w keeps an embedded recall run's ingest: it goes with neither --extraction nor --backend real", errDataDir)
+	}
+	want := dataManifest{Eval: "locomo", Data: p.dataPath, DataSHA256: p.dataSHA256, Conversations: len(convs), Embedder: p.embedder, Version: p.version}
+	for _, c := range convs {
+		want.Turns += len(c.turns)
+	}
+	had, err := readDataDir(p.dataDir)
+	if err != nil {
+		return evalResult{}, err
+	}
+	if had != nil {
+		if diffs := had.mismatch(want); diffs != "" {
+			return evalResult{}, had.refuse(p.dataDir, diffs)
+		}
+		res, _, err := evalLocomoIn(ctx, convs, p, had)
+		return res, err
+	}
+	if err := os.MkdirAll(p.dataDir, 0o755); err != nil {
+		return evalResult{}, err
+	}
+	res, model, err := evalLocomoIn(ctx, convs, p, nil)
+	if model != "" { // the ingest completed and membus has stopped: the data dir is whole
+		want.Model, want.Ingested = model, time.Now().UTC().Round(time.Second)
+		if werr := writeDataManifest(p.dataDir, want); werr != nil {
+			return res, errors.Join(err, fmt.Errorf("%w %s: manifest: %w", errDataDir, p.dataDir, werr))
+		}
+	}
+	return res, err
+}
+
+// evalLocomoIn is evalLocomo on a fresh membus (in p.dataDir when set), which ingests the
+// conversations unless reuse names what that data dir already holds. It returns the embedder's
+// model once the ingest completed ("" when it did not run or failed).
+func evalLocomoIn(ctx context.Context, convs []locomoConv, p evalParams, reuse *dataManifest) (evalResult, string, error) {
+	var ingested string // the model, once the ingest completed
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	env, closeEnv, err := harness.Open(ctx, p.sync, p.embedder, p.backend, logger, func(c *config.Config) {
+	env, closeEnv, err := harness.OpenIn(ctx, p.dataDir, p.sync, p.embedder, p.backend, logger, func(c *config.Config) {
 		if p.fusion != "" {
 			c.RecallFusion = p.fusion
 		}
@@ -565,7 +607,7 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 		}
 	})
 	if err != nil {
-		return evalResult{}, err
+		return evalResult{}, "", err
 	}
 	defer closeEnv()
 	m := &membusEval{env: env, convs: convs, user: "locomo-user", agent: "main"}
@@ -576,16 +618,37 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 	for _, c := range convs {
 		turns += len(c.turns)
 	}
-	start := time.Now()
-	bar := bench.NewProgress(p.progress, "ingest", turns)
-	for i := range convs {
-		if err := m.ingest(ctx, i, bar); err != nil {
-			return evalResult{}, err
+	if reuse != nil {
+		if diffs := reuse.mismatch(dataManifest{Eval: reuse.Eval, DataSHA256: reuse.DataSHA256, Conversations: reuse.Conversations,
+			Turns: reuse.Turns, Embedder: reuse.Embedder, Model: env.Embedder.Model()}); diffs != "" {
+			return evalResult{}, "", reuse.refuse(p.dataDir, diffs)
 		}
+		stored, err := storedMessages(ctx, env)
+		if err != nil {
+			return evalResult{}, "", err
+		}
+		fmt.Fprintf(p.notes, "membus: reused the ingest in %s (%d turns of %d conversations, %d messages stored, embedder %s, ingested %s by %s): nothing published\n",
+			p.dataDir, reuse.Turns, reuse.Conversations, stored, reuse.Model, reuse.Ingested.Format(time.RFC3339), reuse.Version)
+	} else {
+		start := time.Now()
+		bar := bench.NewProgress(p.progress, "ingest", turns)
+		for i := range convs {
+			if err := m.ingest(ctx, i, bar); err != nil {
+				return evalResult{}, "", err
+			}
+		}
+		bar.Done()
+		fmt.Fprintf(p.notes, "membus: ingested and committed %d turns of %d conversations in %s (sync %s, embedder %s)\n",
+			turns, len(convs), time.Since(start).Round(time.Millisecond), p.sync, env.Embedder.Model())
+		if p.dataDir != "" {
+			stored, err := storedMessages(ctx, env)
+			if err != nil {
+				return evalResult{}, "", err
+			}
+			fmt.Fprintf(p.notes, "membus: kept the ingest in %s (%d messages stored) for later runs with the same --data-dir\n", p.dataDir, stored)
+		}
+		ingested = env.Embedder.Model()
 	}
-	bar.Done()
-	fmt.Fprintf(p.notes, "membus: ingested and committed %d turns of %d conversations in %s (sync %s, embedder %s)\n",
-		turns, len(convs), time.Since(start).Round(time.Millisecond), p.sync, env.Embedder.Model())
 	if p.extraction {
 		extractor := "heuristic"
 		if p.llmBaseURL != "" {
@@ -595,34 +658,34 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 		if p.traceOut != "" {
 			f, err := os.Create(p.traceOut)
 			if err != nil {
-				return evalResult{}, err
+				return evalResult{}, ingested, err
 			}
 			defer f.Close()
 			trace = f
 		}
 		ex, err := m.extraction(ctx, extractor, trace)
-		return evalResult{extraction: ex}, err
+		return evalResult{extraction: ex}, ingested, err
 	}
-	start = time.Now()
+	start := time.Now()
 	var explain *explainScore
 	if p.explain {
 		sourced, err := m.memorySources(ctx)
 		if err != nil {
-			return evalResult{}, err
+			return evalResult{}, ingested, err
 		}
 		m.explain, explain = true, newExplainScore(sourced)
 	}
 	if p.traceOut != "" {
 		f, err := os.Create(p.traceOut)
 		if err != nil {
-			return evalResult{}, err
+			return evalResult{}, ingested, err
 		}
 		defer f.Close()
 		m.traces = &traceWriter{w: f}
 	}
 	rep, err := runEval(ctx, convs, "membus", env.Embedder.Model(), evalWorkers, p.progress, m.answer, explain)
 	if err != nil {
-		return evalResult{}, err
+		return evalResult{}, ingested, err
 	}
 	fmt.Fprintf(p.notes, "membus: %d questions recalled (2 calls each) in %s\n", rep.Categories["1-4"].N+rep.Categories["5"].N, time.Since(start).Round(time.Millisecond))
 	if p.fusion != "" && p.fusion != contract.FusionWeighted {
@@ -635,7 +698,7 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 	if p.baseline == "bm25" {
 		b, err := runEval(ctx, convs, "bm25", "none", 1, p.progress, bm25Answers(convs), nil)
 		if err != nil {
-			return evalResult{}, err
+			return evalResult{}, ingested, err
 		}
 		reports = append(reports, b)
 	}
@@ -643,7 +706,7 @@ func evalLocomo(ctx context.Context, convs []locomoConv, p evalParams) (evalResu
 	if explain != nil {
 		res.explain = explain.reports()
 	}
-	return res, nil
+	return res, ingested, nil
 }
 
 // evalParams are the knobs of one `membus eval locomo` run.
@@ -662,6 +725,9 @@ type evalParams struct {
 	explain bool
 	// traceOut: write each question's ranked-call trace to this file as JSON lines.
 	traceOut string
+	// dataDir: ingest into this dir and keep it, or reuse what a previous run ingested there
+	// (--data-dir); dataPath and dataSHA256 name the data file, version the binary, in its manifest.
+	dataDir, dataPath, dataSHA256, version string
 	// llm*: an OpenAI-compatible chat model for extraction (empty: the heuristic extractor).
 	llmBaseURL, llmModel, llmAPIKey string
 }
@@ -692,6 +758,7 @@ func locomoCommand() *cobra.Command {
 	traceOut := fs.String("trace-out", "", "write each question's ranked-call trace (every candidate, its score parts and sources) to this file as JSON lines, to study the ranking offline; with --extraction, each observation with the best memory sourced at its evidence and its F1")
 	extraction := fs.Bool("extraction", false, "measure the extracted memories against LoCoMo's observations (sourced, matched, duplicates, restated turns) instead of recall")
 	bounds := fs.Bool("extraction-bounds", false, "print, from the data alone (membus does not run), the share of LoCoMo's observations that the best memory made of the evidence turn's own words could match, per shape: a sentence, runs of clauses, any span, any subset of its words")
+	dataDir := fs.String("data-dir", "", "keep the membus run's data in this dir: when it is missing or empty, the run ingests into it as usual and leaves it there with a manifest (the data file's sha256, the embedder and model, the membus version); when it holds a manifest, the run skips the ingest and only recalls over the kept data, so two binaries' ranking compare on one ingest (ingest is not bit-for-bit repeatable). A manifest of another data file, --limit-conversations or embedder is refused. Embedded backend only; not with --extraction")
 	llmBaseURL := fs.String("llm-base-url", "", "OpenAI-compatible chat base URL to extract with (empty: the heuristic extractor, membus's default)")
 	llmModel := fs.String("llm-model", "", "its chat model (with --llm-base-url)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -721,6 +788,9 @@ func locomoCommand() *cobra.Command {
 				return 2
 			case *bounds && (*extraction || *explain || *baseline != ""):
 				fmt.Fprintln(stderr, "membus eval locomo: --extraction-bounds reads the data alone; it does not go with --extraction, --explain or --baseline")
+				return 2
+			case *dataDir != "" && (*extraction || *bounds || *backend != "embedded"):
+				fmt.Fprintln(stderr, "membus eval locomo: --data-dir keeps the ingest of an embedded recall run; it goes with neither --extraction, --extraction-bounds nor --backend real")
 				return 2
 			case (*llmBaseURL == "") != (*llmModel == ""):
 				fmt.Fprintln(stderr, "membus eval locomo: --llm-base-url and --llm-model go together")
@@ -755,6 +825,16 @@ func locomoCommand() *cobra.Command {
 				extraction: *extraction, explain: *explain, traceOut: *traceOut, llmBaseURL: *llmBaseURL, llmModel: *llmModel, llmAPIKey: os.Getenv("MEMBUS_LLM_API_KEY")}
 			if *exactMax >= 0 {
 				p.exactMax = exactMax
+			}
+			if *dataDir != "" {
+				if p.dataSHA256, err = fileSHA256(*data); err != nil {
+					fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)
+					return 1
+				}
+				p.dataDir, p.dataPath, p.version = *dataDir, *data, cmd.Root().Version
+				if p.version == "" {
+					p.version = "unknown"
+				}
 			}
 			rb, err := harness.BackendFlag(*backend)
 			if err != nil {
