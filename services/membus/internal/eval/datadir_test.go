@@ -71,6 +71,16 @@ func TestEvalLocomoDataDir(t *testing.T) {
 		t.Fatalf("want membus and bm25 lines:\n%s", out1)
 	}
 
+	// --mmr changes recall only: it reuses the ingest, and its membus lines say so.
+	var out3, err3 bytes.Buffer
+	if code := run(args(tiny, "hash", "--mmr"), &out3, &err3); code != 0 {
+		t.Fatalf("--mmr: code %d, stderr:\n%s", code, err3.String())
+	}
+	if !strings.Contains(err3.String(), "reused the ingest in "+dir) || !strings.Contains(out3.String(), `"config":"mmr"`) ||
+		strings.Contains(out1, `"config":"mmr"`) {
+		t.Fatalf("--mmr run: want the ingest reused and config mmr (only there):\nstdout %s\nstderr %s", out3.String(), err3.String())
+	}
+
 	other := filepath.Join(t.TempDir(), "other.json")
 	tinyBytes, err := os.ReadFile(tiny)
 	if err != nil {

@@ -602,6 +602,7 @@ func evalLocomoIn(ctx context.Context, convs []locomoConv, p evalParams, reuse *
 		if p.exactMax != nil {
 			c.VectorExactMax = *p.exactMax
 		}
+		c.RecallMMR = p.mmr
 		if p.llmBaseURL != "" {
 			c.LLMBaseURL, c.LLMModel, c.LLMAPIKey = p.llmBaseURL, p.llmModel, p.llmAPIKey
 		}
@@ -694,6 +695,9 @@ func evalLocomoIn(ctx context.Context, convs []locomoConv, p evalParams, reuse *
 	if p.exactMax != nil {
 		rep.Config = strings.TrimPrefix(strings.TrimPrefix(rep.Config, "default")+fmt.Sprintf(" exact-max-%d", *p.exactMax), " ")
 	}
+	if p.mmr {
+		rep.Config = strings.TrimPrefix(strings.TrimPrefix(rep.Config, "default")+" mmr", " ")
+	}
 	reports := []evalReport{rep}
 	if p.baseline == "bm25" {
 		b, err := runEval(ctx, convs, "bm25", "none", 1, p.progress, bm25Answers(convs), nil)
@@ -714,6 +718,7 @@ type evalParams struct {
 	backend  harness.Backend // zero: embedded (SQLite, embedded NATS)
 	fusion   string          // recall fusion ("" = the default)
 	exactMax *int            // vector_exact_max (nil = the default)
+	mmr      bool            // recall_mmr: MMR diversity re-ranking (opt-in; off by default)
 	sync     string
 	embedder string
 	baseline string
@@ -754,6 +759,7 @@ func locomoCommand() *cobra.Command {
 	fusion := fs.String("fusion", contract.FusionWeighted, `recall fusion of the membus run: "weighted" (the default, 0.7 dense + 0.3 keyword), "rrf", or "dense" (the embedder alone, to measure it)`)
 	backend := fs.String("backend", "embedded", harness.BackendUsage)
 	exactMax := fs.Int("vector-exact-max", -1, "vector_exact_max of the membus run: 0 searches every user through the quantised index (the users here are small), to compare it with the exact search (negative: the default)")
+	mmr := fs.Bool("mmr", false, "switch on recall's opt-in MMR diversity re-ranking (MEMBUS_RECALL_MMR) in the membus run, to measure it; with --data-dir it only changes recall, so it compares on one ingest")
 	explain := fs.Bool("explain", false, "also break down, per category, where recall lost each gold turn outside its top 10 (ranked 11-20, a candidate past the limit, collapsed, dropped, or no candidate with or without a memory sourced there)")
 	traceOut := fs.String("trace-out", "", "write each question's ranked-call trace (every candidate, its score parts and sources) to this file as JSON lines, to study the ranking offline; with --extraction, each observation with the best memory sourced at its evidence and its F1")
 	extraction := fs.Bool("extraction", false, "measure the extracted memories against LoCoMo's observations (sourced, matched, duplicates, restated turns) instead of recall")
@@ -821,7 +827,7 @@ func locomoCommand() *cobra.Command {
 				return 1
 			}
 			defer stopProfile()
-			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, notes: stderr,
+			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, mmr: *mmr, notes: stderr,
 				extraction: *extraction, explain: *explain, traceOut: *traceOut, llmBaseURL: *llmBaseURL, llmModel: *llmModel, llmAPIKey: os.Getenv("MEMBUS_LLM_API_KEY")}
 			if *exactMax >= 0 {
 				p.exactMax = exactMax
