@@ -657,8 +657,9 @@ func goingOn(toks []prose.Token) string {
 // keepAdverb are the adverbs that change what a sentence states: negation and frequency.
 var keepAdverb = wordSet(`not n't never no always usually often sometimes rarely seldom once twice again still ago`)
 
-// cutReaction drops a clause that only reacts to what the sentence said: "…, and it was so
-// powerful", "… - it was amazing", "…, which is pretty exciting".
+// cutReaction drops a trailing clause on what the sentence said: "…, and it was so powerful",
+// "… - it was amazing", "…, which is pretty exciting". The caller keeps one that says what the
+// thing is or did (minGoesOn).
 func cutReaction(toks []prose.Token) []prose.Token {
 	for i := 2; i+1 < len(toks); i++ {
 		w := strings.ToLower(toks[i].Text)
