@@ -69,7 +69,10 @@ func (h *Heuristic) Extract(_ context.Context, msgs []Message) ([]Candidate, err
 		m.Text = strings.ReplaceAll(m.Text, "’", "'")
 		speaker := x.speaker(m)
 		var said []scored
+		last := -1 // in said, the statement of the sentence before, -1 when it gave none
 		for _, s := range Sentences(m.Text) {
+			before := last
+			last = -1
 			if len(strings.Fields(s)) < 3 || strings.HasSuffix(s, "?") {
 				continue
 			}
@@ -80,7 +83,17 @@ func (h *Heuristic) Extract(_ context.Context, msgs []Message) ([]Candidate, err
 			if x.correct(s, speaker, m) {
 				continue
 			}
-			said = append(said, h.tagger.userPropositions(s, speaker, m)...)
+			got, goesOn := h.tagger.userPropositions(s, speaker, m)
+			if goesOn != "" && before >= 0 {
+				said[before].c = goOn(said[before].c, goesOn)
+				continue
+			}
+			for i, c := range got {
+				if !c.aside {
+					last = len(said) + i
+				}
+			}
+			said = append(said, got...)
 		}
 		x.add(mostFactual(said, maxPerMessage)...)
 		if m.Role == "user" {
@@ -88,6 +101,17 @@ func (h *Heuristic) Extract(_ context.Context, msgs []Message) ([]Candidate, err
 		}
 	}
 	return x.out, nil
+}
+
+// goOn keeps with a statement the sentence after it that says what the thing it spoke of is
+// or did: "Priya started learning the cello in March" and "It's hard on the fingers but so
+// relaxing after work" are one memory, "Priya started learning the cello in March; it is hard
+// on the fingers but relaxing after work." — one fact about one subject, the "it" read with
+// what it refers to rather than stored as a memory that cannot say what "it" is.
+func goOn(c Candidate, goesOn string) Candidate {
+	c.Text = strings.TrimRight(c.Text, " .!;,:") + "; " + goesOn
+	c.Abstract = Abstract(c.Text)
+	return c
 }
 
 func (x *extraction) speaker(m Message) string {

@@ -88,12 +88,14 @@ func (tg *tagger) proposition(s string) (text string, score int, self, ok bool) 
 // prop is a sentence read as a proposition: its text, how much of a fact about the speaker it
 // states, whether it speaks of the speaker, whether it is one at all, and whether its "I" was
 // put back before a past-tense verb ("Just got back from a road trip" — a chatty sentence that
-// states what the speaker did).
+// states what the speaker did). A sentence that is none because it opens like a reaction may
+// still go on about what the sentence before it said (goingOn).
 type prop struct {
 	text         string
 	score        int
 	self, ok     bool
 	impliedEvent bool
+	goesOn       string // no proposition, but what it says goes on from the sentence before
 }
 
 func (tg *tagger) propose(s string) prop {
@@ -180,9 +182,20 @@ func (tg *tagger) propose(s string) prop {
 	// a fact about the speaker.
 	mine := !listenerWord[first] && saysMine(toks[1:])
 	if !mine && reactionStart[first] || first == "here" && (second == "'s" || second == "is" || second == "are") || !mine && (first == "that" || first == "it" || first == "this") && (second == "'s" || second == "is" || second == "was" || second == "sounds" || second == "looks") {
-		return prop{}
+		return prop{goesOn: goingOn(toks)}
 	}
-	toks = cutReaction(toks)
+	// A trailing clause on "it" that says what the thing is or did ("…, and it made me
+	// appreciate my grandfather's service") is part of the fact; one that only reacts ("…, and
+	// it was so powerful", "…, and it was great fun") goes. What the clause says does not rank
+	// the sentence among the message's others: its statement does.
+	itContent := 0
+	if stated := cutReaction(toks); len(stated) < len(toks) {
+		if n, _ := contentWords(toks[len(stated):]); n >= minGoesOn {
+			itContent = n
+		} else {
+			toks = stated
+		}
+	}
 	if said := cutConcessive(toks); len(said) < len(toks) {
 		trimmed, toks = append(trimmed, toks[len(said):]...), said
 	}
@@ -217,7 +230,7 @@ func (tg *tagger) propose(s string) prop {
 		// you're thrilled", "Jon will get the video to you"): chit-chat, not a memory.
 		return prop{}
 	}
-	score := min(content, 8)
+	score := min(content-itContent, 8)
 	if firstPerson {
 		score += 3
 	}
@@ -318,8 +331,9 @@ const minOtherScore = 7
 
 // userPropositions reads one user sentence: the rules' memories (profile, preferences,
 // people, events, tasks…) with their text cleaned into a proposition, or, when no rule
-// matches, the proposition itself as a fact when it is about the speaker.
-func (tg *tagger) userPropositions(s, speaker string, m Message) []scored {
+// matches, the proposition itself as a fact when it is about the speaker. goesOn is what a
+// sentence that gives none says about the sentence before it (goingOn), "" for none.
+func (tg *tagger) userPropositions(s, speaker string, m Message) (out []scored, goesOn string) {
 	p := tg.propose(s)
 	clean, score, ok := p.text, p.score, p.ok
 	pronounSubject := ok && bareSubject[strings.ToLower(firstWord(clean))]
@@ -335,7 +349,6 @@ func (tg *tagger) userPropositions(s, speaker string, m Message) []scored {
 	for _, r := range relationMentions(s, speaker, m) {
 		aside[r.Attribute+"\x00"+r.Text] = true
 	}
-	var out []scored
 	resolved := "" // the sentence with the speaker resolved, once for all the candidates
 	if ok && len(cs) > 0 {
 		resolved = ResolveSpeaker(s, speaker)
@@ -371,7 +384,10 @@ func (tg *tagger) userPropositions(s, speaker string, m Message) []scored {
 		}
 		out = append(out, scored{c: c, score: score + bonus})
 	}
-	return out
+	if len(out) == 0 {
+		goesOn = p.goesOn
+	}
+	return out, goesOn
 }
 
 // mostFactual keeps the n best candidates of one message, in the order they were said.
@@ -603,11 +619,47 @@ func cutConcessive(toks []prose.Token) []prose.Token {
 	return toks
 }
 
+// minGoesOn is how many content words a clause or sentence about "it" needs to say more than
+// a reaction: "it is the calmest dog at the park", "it is hard on the fingers but relaxing
+// after work" (three or more); not "it was so powerful", "it was great fun".
+const minGoesOn = 3
+
+// goingOn is the text of a sentence that reacts to the one before it with "it", "this" or
+// "that" ("It's hard on the fingers but so relaxing after work", "It was the first time the
+// kids saw snow") when it says what the thing is or did rather than only how it felt ("It was
+// amazing!"): written out, fillers and quantity words dropped, to be kept with that
+// sentence's statement. "" when it says too little, speaks to the listener, or is no such
+// sentence; "It sounds …", "It looks …" react to what was heard or seen: "".
+func goingOn(toks []prose.Token) string {
+	if len(toks) < 2 || !bareSubject[strings.ToLower(toks[0].Text)] {
+		return ""
+	}
+	switch strings.ToLower(toks[1].Text) {
+	case "sounds", "looks", "sound", "look":
+		return ""
+	}
+	content, listener := contentWords(toks)
+	if content < minGoesOn || listener {
+		return ""
+	}
+	var out []string
+	for i := range toks {
+		low := strings.ToLower(toks[i].Text)
+		if toks[i].Tag == "RB" && !keepAdverb[low] && (fillers[low] || strings.HasSuffix(low, "ly")) || quantityWord(toks, i) {
+			continue
+		}
+		out = append(out, written(toks, i)...)
+	}
+	text := joinTokens(out)
+	return strings.ToLower(text[:1]) + text[1:]
+}
+
 // keepAdverb are the adverbs that change what a sentence states: negation and frequency.
 var keepAdverb = wordSet(`not n't never no always usually often sometimes rarely seldom once twice again still ago`)
 
-// cutReaction drops a clause that only reacts to what the sentence said: "…, and it was so
-// powerful", "… - it was amazing", "…, which is pretty exciting".
+// cutReaction drops a trailing clause on what the sentence said: "…, and it was so powerful",
+// "… - it was amazing", "…, which is pretty exciting". The caller keeps one that says what the
+// thing is or did (minGoesOn).
 func cutReaction(toks []prose.Token) []prose.Token {
 	for i := 2; i+1 < len(toks); i++ {
 		w := strings.ToLower(toks[i].Text)

@@ -78,6 +78,12 @@ func TestProposition(t *testing.T) {
 		{"that stuff happened since is no proposition", "Crazy stuff happened since we last chatted.", ""},
 		{"that it has been a while is no proposition", "Been ages since our last chat.", ""},
 		{"the I left out before recently is put back", "Recently took up rock climbing with a few coworkers.", "I took up rock climbing with a few coworkers."},
+		// A trailing clause on "it" that says what the thing is or did stays with the statement
+		// (issue 17, sixth round); one that only reacts ("it was great fun") still goes.
+		{"what the thing is stays", "I adopted a rescue greyhound last week and it is the calmest dog at the park.", "I adopted a rescue greyhound last week and it is the calmest dog at the park."},
+		{"what the thing did to the speaker stays", "I visited the war memorial, and it made me appreciate my grandfather's service.", "I visited the war memorial, and it made them appreciate their grandfather's service."},
+		{"a bare reaction after a dash still goes", "I repainted the porch on Sunday - it was so satisfying!", "I repainted the porch on Sunday"},
+		{"a short reaction with a noun still goes", "I hosted a board game night for my cousins, and it was great fun.", "I hosted a board game night for their cousins"},
 	}
 	tg := newTagger()
 	for _, tc := range cases {
@@ -243,6 +249,53 @@ func TestWhichStatementsAMessageKeeps(t *testing.T) {
 				if !strings.Contains(texts[i], w) {
 					t.Errorf("memory %d is %q, want it to hold %q", i, texts[i], w)
 				}
+			}
+		})
+	}
+}
+
+// TestWhatFollowsAStatement: a sentence that goes on about what the statement before it said
+// ("It is hard on the fingers but …") is no memory of its own, and it was dropped as a
+// reaction; when it says what the thing is or does (three content words or more) it is kept
+// with that statement, one memory about the speaker. A bare reaction ("It was amazing!"), a
+// remark to the listener, or a continuation of no statement stays no part of any memory.
+func TestWhatFollowsAStatement(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string // the memories' texts, in order
+	}{
+		{"what the new hobby is like joins the statement",
+			"I started learning the cello in March. It's hard on the fingers but so relaxing after work.",
+			[]string{"Priya started learning the cello in March; it is hard on the fingers but relaxing after work."}},
+		{"what it was joins a statement about us",
+			"We drove up to the lake cabin for the weekend. It was the first time the kids saw snow.",
+			[]string{"Priya: We drove up to the lake cabin for the weekend; it was the first time the kids saw snow."}},
+		{"a bare reaction joins nothing",
+			"I ran my first trail race on Saturday. It was amazing!",
+			[]string{"Priya ran their first trail race on Saturday."}},
+		{"a remark to the listener joins nothing",
+			"I baked a lemon tart for the neighbours. It's the recipe you gave me last spring.",
+			[]string{"Priya baked a lemon tart for the neighbours."}},
+		{"a question between them breaks the continuation",
+			"I bought a secondhand kayak. Have you ever paddled? It's a great way to explore the river banks.",
+			[]string{"Priya bought a secondhand kayak."}},
+		{"a continuation of no statement is no memory",
+			"That's so cool! It's a great way to meet new people in town.",
+			nil},
+	}
+	h := NewHeuristic()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := h.Extract(t.Context(), []Message{{ID: "m1", Role: "user", Name: "Priya", Text: tc.text}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var texts []string
+			for _, c := range got {
+				texts = append(texts, c.Text)
+			}
+			if strings.Join(texts, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("Extract(%q) = %q, want %q", tc.text, texts, tc.want)
 			}
 		})
 	}
