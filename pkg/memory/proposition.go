@@ -265,6 +265,7 @@ func isAux(w string) bool {
 
 // joinTokens puts tokens back into a sentence: no space before punctuation and clitics.
 func joinTokens(toks []string) string {
+	toks = dropStrandedCommas(toks)
 	var b strings.Builder
 	open := false // inside double quotes
 	for i, t := range toks {
@@ -293,6 +294,27 @@ func joinTokens(toks []string) string {
 		s = strings.ToUpper(s[:1]) + s[1:]
 	}
 	return s
+}
+
+// dropStrandedCommas removes the punctuation a dropped word leaves behind: a comma, semicolon
+// or colon right before the sentence's end ("I will always love hiking, too." without "too"),
+// and both commas of an aside whose words all went ("My brother, honestly, moved …").
+func dropStrandedCommas(toks []string) []string {
+	out := make([]string, 0, len(toks))
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if t == "," || t == ";" || t == ":" {
+			if i+1 < len(toks) && toks[i+1] == "," {
+				i++ // the aside's closing comma goes with its opening one
+				continue
+			}
+			if i+1 < len(toks) && (toks[i+1] == "." || toks[i+1] == "!" || toks[i+1] == "?") {
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 func noSpaceBefore(t string) bool {

@@ -30,6 +30,8 @@ func TestProposition(t *testing.T) {
 		{"a connective to the sentence before goes", "But I finally finished the quilt for my niece.", "I finished the quilt for their niece."},
 		{"an opening so goes", "So we adopted a second cat last spring.", "We adopted a second cat last spring."},
 		{"gonna, wanna and gotta are written out", "I'm gonna paint the fence and I wanna plant roses, but I gotta buy soil.", "I am going to paint the fence and they want to plant roses, but they have to buy soil."},
+		{"a dropped filler leaves no comma before the full stop", "I will always love hiking, too.", "I will always love hiking."},
+		{"an aside dropped between commas takes both commas", "My brother, honestly, moved to Oslo in May.", "My brother moved to Oslo in May."},
 		{"a reaction is no proposition", "That's awesome!", ""},
 		{"praise of the listener is no proposition", "You're doing an awesome job with your journey.", ""},
 		{"an imperative is no proposition", "Keep up the great work!", ""},
