@@ -279,6 +279,11 @@ func joinTokens(toks []string) string {
 			space = false
 		case i > 0 && (toks[i-1] == "\"" || toks[i-1] == "``") && !quote && open:
 			space = false
+		case t == "'" && i > 0 && endsInLetter(toks[i-1]):
+			// The tagger splits a trailing apostrophe off its word: a plural possessive
+			// ("kids'"), a dropped g ("livin'") or a closing single quote. An opening one
+			// stays on the word it opens, so a lone one after a word closes that word.
+			space = false
 		}
 		if quote {
 			open = !open
@@ -315,6 +320,11 @@ func dropStrandedCommas(toks []string) []string {
 		out = append(out, t)
 	}
 	return out
+}
+
+func endsInLetter(t string) bool {
+	r, _ := utf8.DecodeLastRuneInString(t)
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 func noSpaceBefore(t string) bool {
