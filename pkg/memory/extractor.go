@@ -180,8 +180,28 @@ func newCandidate(scope, cat, subject, attr string, pol int, value, sentence, sp
 
 var reAbbrev = regexp.MustCompile(`(?i)(?:^|\s)(?:dr|mr|mrs|ms|st|vs|etc|e\.g|i\.e|approx|no|jr|sr)$`)
 
-// Sentences splits text at sentence ends (., ! or ? followed by a space or the end, not after
-// a common abbreviation) and at line breaks; "Node.js" and "3.5" stay whole.
+// reInitials is the end of a run of initials before its last full stop: "J.K", "U.S", "D.C".
+var reInitials = regexp.MustCompile(`(?:^|[\s(])(?:[A-Z]\.)+[A-Z]$`)
+
+// afterClosers is the index of the last closing quote or bracket right after line[j]: a
+// sentence ends after what closes it ("… called \"Finding Home.\" It's …").
+func afterClosers(line string, j int) int {
+	for {
+		rest := line[j+1:]
+		switch {
+		case strings.HasPrefix(rest, "\"") || strings.HasPrefix(rest, ")") || strings.HasPrefix(rest, "'"):
+			j++
+		case strings.HasPrefix(rest, "\u201d") || strings.HasPrefix(rest, "\u2019"):
+			j += len("\u201d") // both three bytes
+		default:
+			return j
+		}
+	}
+}
+
+// Sentences splits text at sentence ends (., ! or ? and the quotes or brackets they close,
+// followed by a space or the end; not after a common abbreviation or initials) and at line
+// breaks; "Node.js", "3.5" and "J.K. Rowling" stay whole.
 func Sentences(text string) []string {
 	var out []string
 	emit := func(s string) {
@@ -201,11 +221,13 @@ func Sentences(text string) []string {
 			for j+1 < len(line) && (line[j+1] == '.' || line[j+1] == '!' || line[j+1] == '?') {
 				j++
 			}
-			if j+1 < len(line) && line[j+1] != ' ' && line[j+1] != '\t' && line[j+1] != '"' && line[j+1] != ')' {
+			stop := j
+			j = afterClosers(line, j)
+			if j+1 < len(line) && line[j+1] != ' ' && line[j+1] != '\t' {
 				i = j
 				continue
 			}
-			if c == '.' && j == i && reAbbrev.MatchString(line[start:i]) {
+			if c == '.' && stop == i && (reAbbrev.MatchString(line[start:i]) || reInitials.MatchString(line[start:i])) {
 				continue
 			}
 			emit(line[start : j+1])

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -147,4 +148,28 @@ func contains(s, sub string) bool {
 		}
 		return false
 	})())
+}
+
+func TestSentences(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"full stops, a question and a line break", "I moved. Did you?\nYes!", []string{"I moved.", "Did you?", "Yes!"}},
+		{"an abbreviation and a version stay whole", "Dr. Lee uses Node.js 3.5 now.", []string{"Dr. Lee uses Node.js 3.5 now."}},
+		{"a closing quote stays with its sentence", `I'm working on one called "Finding Home." It's a script.`, []string{`I'm working on one called "Finding Home."`, "It's a script."}},
+		{"a quoted sentence ends with its quote", `She said: "Turn on the light!" That's how I keep hope.`, []string{`She said: "Turn on the light!"`, "That's how I keep hope."}},
+		{"a curly closing quote too", "We called it \u201cHome.\u201d It stuck.", []string{"We called it \u201cHome.\u201d", "It stuck."}},
+		{"a closing bracket stays with its sentence", "We met at noon (it rained.) Then we left.", []string{"We met at noon (it rained.)", "Then we left."}},
+		{"initials are no sentence end", "There's a quote by J.K. Rowling that I like. It's short.", []string{"There's a quote by J.K. Rowling that I like.", "It's short."}},
+		{"a country's initials are none either", "We flew to the U.S. last week.", []string{"We flew to the U.S. last week."}},
+		{"a single capital is a sentence's last word", "I take vitamin C. It helps.", []string{"I take vitamin C.", "It helps."}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := memory.Sentences(tc.text); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Sentences(%q) = %q, want %q", tc.text, got, tc.want)
+			}
+		})
+	}
 }
