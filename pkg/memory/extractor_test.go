@@ -35,10 +35,7 @@ func TestHeuristicExtract(t *testing.T) {
 	h := memory.NewHeuristic()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := h.Extract(context.Background(), []memory.Message{{ID: "m1", Role: "user", Name: "Caroline", Text: tc.text, CreatedAt: at}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := extractSaid(t, h, "Caroline", tc.text, at)
 			if len(got) != 1 {
 				t.Fatalf("got %d candidates %+v, want 1", len(got), got)
 			}
@@ -172,4 +169,45 @@ func TestSentences(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A reply's opening word ("Nope", "Sorry") corrects nothing when the statement after it fills
+// no slot, and a sentence that leaves its object to the one before ("I love to") states
+// nothing: both are read like any other sentence.
+func TestRepliesAndEllipses(t *testing.T) {
+	at := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
+	cases := []struct {
+		name, text string
+		want       []string // the candidates' texts
+	}{
+		{"a reply's no before a statement", "Nope, but it's my first time going.", []string{"It is Tim's first time going."}},
+		{"an apology to the listener is no memory", "Sorry I didn't get back to you sooner...", nil},
+		{"a love of nothing named", "Yeah, I love to.", nil},
+		{"a hope that names no hope", "I hope so, Gina.", nil},
+		{"a preposition that ends a clause is no ellipsis", "It's important to me that people have someone to talk to, and I want to help.", []string{"Tim thinks it is important to them that people have someone to talk to, and they want to help."}},
+		{"a love of doing something stays", "I love to bake bread on Sundays.", []string{"Tim loves to bake bread on Sundays."}},
+		{"a correction that fills a slot is still one", "Actually, I moved to Denver.", []string{"Tim moved to Denver."}},
+	}
+	h := memory.NewHeuristic()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var texts []string
+			for _, c := range extractSaid(t, h, "Tim", tc.text, at) {
+				texts = append(texts, c.Text)
+			}
+			if !reflect.DeepEqual(texts, tc.want) {
+				t.Errorf("Extract(%q) = %q, want %q", tc.text, texts, tc.want)
+			}
+		})
+	}
+}
+
+// extractSaid is what the heuristic extractor takes from one user message, m1.
+func extractSaid(t *testing.T, h *memory.Heuristic, name, text string, at time.Time) []memory.Candidate {
+	t.Helper()
+	got, err := h.Extract(context.Background(), []memory.Message{{ID: "m1", Role: "user", Name: name, Text: text, CreatedAt: at}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

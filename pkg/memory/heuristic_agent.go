@@ -103,8 +103,13 @@ func (x *extraction) correct(s, speaker string, m Message) bool {
 	if g := reItsY.FindStringSubmatch(newPart); g != nil {
 		newPart = trimObject(g[1])
 	} else if reFirstPerson.MatchString(newPart) {
-		// A whole corrected clause: extract it; it replaces what it contradicts.
+		// A whole corrected clause: extract it; it replaces what it contradicts. A statement
+		// with no slot to correct ("Nope, but it's my first time going", "Sorry I didn't get
+		// back to you sooner") is read like any other sentence, its opening word a reply.
 		cs := userRules(newPart, speaker, m)
+		if len(cs) > 0 && !slotted(cs) {
+			return false
+		}
 		if len(cs) > 0 {
 			for _, c := range cs {
 				x.dropSlot(c, oldPart)
@@ -169,6 +174,17 @@ func (x *extraction) corrected(speaker, old string) int {
 
 // dropSlot removes the candidates of this extraction that c corrects: the same subject and
 // slot, or, for slot-less memories, the one stating old.
+// slotted reports whether one of cs fills a slot (a profile field, a preference, a person)
+// that a correction can replace.
+func slotted(cs []Candidate) bool {
+	for _, c := range cs {
+		if c.Attribute != "" {
+			return true
+		}
+	}
+	return false
+}
+
 func (x *extraction) dropSlot(c Candidate, old string) {
 	kept := x.out[:0]
 	for _, o := range x.out {

@@ -54,8 +54,11 @@ var (
 	reTrailTime   = regexp.MustCompile(`(?i)\s+(?:last|next|this|every|each) \w+$|\s+(?:yesterday|today|tomorrow|recently|lately|now|again)$|\s+\w+ \w+ ago$|\s+in \d{4}$`)
 	reJobWord     = regexp.MustCompile(`(?i)(?:engineer|developer|designer|teacher|nurse|doctor|lawyer|programmer|scientist|analyst|consultant|accountant|architect|student|manager|chef|pilot|dentist|writer|journalist|photographer|artist|musician|researcher|professor|librarian|pharmacist|electrician|plumber|mechanic|firefighter|officer|therapist|psychologist|veterinarian|vet|farmer|baker|barista|cashier|driver|freelancer|founder|ceo|cto|intern|economist|translator|editor|recruiter|salesperson|marketer|paramedic|surgeon|physician|technician|administrator|clerk|secretary|tutor|coach|trainer)s?$`)
 	objectPronoun = wordSet(`it that this them him her you those these what how when where why who whatever something anything everything`)
-	notAName      = wordSet(`I I'm I've This That He She It We They You The A An My Our His Her There Here What Who`)
-	notAValue     = wordSet(`the a an this that these those it its there here what which who whom he she they we you i one all
+	// proForm is an object that stands for what the sentence before said: "I love to", "I hope
+	// so", "me too". The sentence says nothing on its own.
+	proForm   = wordSet(`to so too`)
+	notAName  = wordSet(`I I'm I've This That He She It We They You The A An My Our His Her There Here What Who`)
+	notAValue = wordSet(`the a an this that these those it its there here what which who whom he she they we you i one all
 		everything something nothing anything everyone someone nobody anyone`)
 	notHabitVerb = wordSet(`think guess believe know feel mean hope was were went had did said told asked wonder am`)
 )
@@ -361,7 +364,7 @@ func prefObject(obj, verb string) string {
 		obj = cutAt(obj, " over ", " rather than ", " instead of ", " to ")
 	}
 	obj = strings.TrimSpace(reTrailTime.ReplaceAllString(obj, ""))
-	if obj == "" || objectPronoun[firstWord(obj)] || len(strings.Fields(obj)) > 8 {
+	if obj == "" || objectPronoun[firstWord(obj)] || proForm[strings.ToLower(obj)] || len(strings.Fields(obj)) > 8 {
 		return ""
 	}
 	return obj

@@ -170,7 +170,7 @@ func (tg *tagger) propose(s string) prop {
 	}
 	// Chit-chat: imperatives ("Keep it up", "Take care", "Let's …"), talk about the listener
 	// or the conversation, and reactions.
-	if toks[0].Tag == "VB" || first == "let" || first == "let's" || first == "please" {
+	if toks[0].Tag == "VB" || first == "let" || first == "let's" || first == "please" || elliptical(toks) {
 		return prop{}
 	}
 	if view, ok := speakersView(toks); ok {
@@ -236,6 +236,28 @@ func (tg *tagger) propose(s string) prop {
 	}
 	return prop{text: joinTokens(laterMentions(out)), score: score, self: firstPerson, ok: true, impliedEvent: event}
 }
+
+// elliptical reports whether a sentence leaves its object to the sentence before: a "to"
+// after a verb that takes one, or a "so" after a verb of thinking, with nothing after it but
+// a vocative or the end ("I love to.", "I hope so, Gina."). A preposition that ends a clause
+// ("someone to talk to, and …") is no such "to".
+func elliptical(toks []prose.Token) bool {
+	for i, t := range toks {
+		low := strings.ToLower(t.Text)
+		if i == 0 || !(low == "to" && takesTo[strings.ToLower(toks[i-1].Text)] || low == "so" && takesSo[strings.ToLower(toks[i-1].Text)]) {
+			continue
+		}
+		if i+1 == len(toks) || toks[i+1].Text == "," || toks[i+1].Text == "." || toks[i+1].Text == "!" {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	takesTo = wordSet(`love loves loved like likes liked want wants wanted need needs needed hope hopes hoped try tries tried plan plans planned mean means meant wish wishes wished hate hates prefer prefers going have has had got used ought`)
+	takesSo = wordSet(`think thinks thought hope hopes hoped guess believe believes suppose imagine expect reckon say says said`)
+)
 
 // isContent reports whether a word carries content: a noun, a verb that is no auxiliary, a
 // number or an adjective.
