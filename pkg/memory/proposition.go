@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,7 @@ func (tg *tagger) loaded() *prose.Model {
 
 // words tokenizes and tags one sentence.
 func (tg *tagger) words(s string) []prose.Token {
+	s = reContractionPunct.ReplaceAllString(s, "$1 $2")
 	opts := []prose.DocOpt{prose.WithSegmentation(false), prose.WithExtraction(false)}
 	if model := tg.loaded(); model != nil {
 		opts = append(opts, prose.UsingModel(model))
@@ -59,6 +61,11 @@ func (tg *tagger) words(s string) []prose.Token {
 	}
 	return toks
 }
+
+// reContractionPunct is a contraction right before punctuation: prose's tokenizer drops both
+// ("It isn't." → "It is", "Others can't, but …" → "Others ca but …", "The book is John's." →
+// "… is John"), so a space goes between them first.
+var reContractionPunct = regexp.MustCompile(`(?i)(n't|'s|'re|'ve|'ll|'d|'m)([.,!?;:]+)`)
 
 // fillers are adverbs that carry no fact ("I'm so excited", "I just got back", "really
 // powerful"); they are dropped where the tagger reads them as adverbs.
@@ -730,10 +737,29 @@ func cutReaction(toks []prose.Token) []prose.Token {
 		subj := strings.ToLower(toks[j].Text)
 		verb := strings.ToLower(toks[j+1].Text)
 		if (subj == "it" || subj == "that" || subj == "this" || subj == "which") && (verb == "was" || verb == "is" || verb == "'s" || verb == "felt" || verb == "feels" || verb == "made") {
-			return toks[:i]
+			return dangling(toks[:i])
 		}
 	}
 	return toks
+}
+
+// dangling drops what a cut leaves hanging: a conjunction and the adverbs around it ("I
+// felt a mix of emotions, but overall[, it was satisfying]"). Adverbs alone stay ("I moved
+// there recently").
+func dangling(toks []prose.Token) []prose.Token {
+	end, conj := len(toks), false
+	for end > 0 {
+		t := toks[end-1]
+		if t.Tag != "CC" && t.Tag != "RB" && t.Text != "," || keepAdverb[strings.ToLower(t.Text)] {
+			break
+		}
+		conj = conj || t.Tag == "CC"
+		end--
+	}
+	if !conj {
+		return toks
+	}
+	return toks[:end]
 }
 
 var firstPersonWord = wordSet(`i my me we our us myself mine ourselves`)
