@@ -21,19 +21,24 @@ var (
 )
 
 // irregular third-person forms; a verb not listed here and not in regularVerbs is left alone
-// (a past tense or a modal needs no change: "Caroline moved", "Caroline can").
+// (a past tense or a modal needs no change: "Caroline moved", "Caroline can"). regularVerbs
+// leaves out the verbs whose past is their present ("put", "set", "cut"): "I put it in the
+// fridge" was said of the past as often as not.
 var irregular = map[string]string{
 	"am": "is", "have": "has", "do": "does", "go": "goes", "don't": "doesn't", "do not": "does not",
 	"haven't": "hasn't", "aren't": "isn't", "be": "is",
 }
 
-var regularVerbs = wordSet(`live love like hate enjoy prefer work want need think know play watch read write use eat
+var regularVerbs = wordSet(`live love like hate enjoy prefer work want need think know play watch write use eat
 		drink run walk feel own speak study teach plan hope miss adore dislike visit cook make take get keep wish believe
 		mean remember forget drive ride swim travel try say see listen sleep wake start finish practice prefer usually
 		collect paint draw sing dance bake fish hike climb jog bike commute volunteer attend rent share care agree
 		support follow prefer avoid stand skip wear carry bring buy sell build fix teach learn grow raise worry
 		sleep tend struggle manage lead run host mentor coach train lift meditate pray vote shop order trust
-		appreciate admire dream expect intend remember celebrate belong identify`)
+		appreciate admire dream expect intend remember celebrate belong identify look come give find call
+		help tell ask leave spend check hang send show hear stay move open turn begin seem become pay meet
+		sit lose win change add offer wait serve fall reach remain suggest pass decide pull push hold
+		bring talk chat text email call invite host join visit explore relax rest enjoy feed walk wander`)
 
 // wordSet is the set of the whitespace-separated words of list.
 func wordSet(list string) map[string]bool {
