@@ -108,6 +108,7 @@ func TestResolveSpeaker(t *testing.T) {
 		{"I moved to Denver.", "Caroline moved to Denver."},
 		{"I'm tired, I've slept badly, I'll rest.", "Caroline is tired, Caroline has slept badly, Caroline will rest."},
 		{"i study French and it helps me.", "Caroline studies French and it helps Caroline."},
+		{"I take some me-time and it helps me.", "Caroline takes some me-time and it helps Caroline."},
 		{"When I look after myself, I come home happier and never give up.", "When Caroline looks after Caroline, Caroline comes home happier and never give up."},
 	}
 	for _, tc := range cases {

@@ -16,7 +16,7 @@ var (
 	reId       = regexp.MustCompile(`(?i)\bI'd\b`)
 	reIll      = regexp.MustCompile(`(?i)\bI'll\b`)
 	reMy       = regexp.MustCompile(`(?i)\bmy\b`)
-	reMe       = regexp.MustCompile(`(?i)\b(?:me|myself)\b`)
+	reMe       = regexp.MustCompile(`(?i)\b(?:me|myself)\b-?`)
 	reMine     = regexp.MustCompile(`(?i)\bmine\b`)
 )
 
@@ -89,6 +89,11 @@ func ResolveSpeaker(s, speaker string) string {
 	}
 	s = reMy.ReplaceAllString(s, speaker+"'s")
 	s = reMine.ReplaceAllString(s, speaker+"'s")
-	s = reMe.ReplaceAllString(s, speaker)
+	s = reMe.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.HasSuffix(m, "-") {
+			return m // a compound: "me-time"
+		}
+		return speaker
+	})
 	return s
 }
