@@ -249,9 +249,10 @@ func (tg *tagger) propose(s string) prop {
 // a vocative or the end ("I love to.", "I hope so, Gina."). A preposition that ends a clause
 // ("someone to talk to, and …") is no such "to".
 func elliptical(toks []prose.Token) bool {
-	for i, t := range toks {
-		low := strings.ToLower(t.Text)
-		if i == 0 || !(low == "to" && takesTo[strings.ToLower(toks[i-1].Text)] || low == "so" && takesSo[strings.ToLower(toks[i-1].Text)]) {
+	for i := 1; i < len(toks); i++ {
+		low, before := strings.ToLower(toks[i].Text), strings.ToLower(toks[i-1].Text)
+		leftOut := low == "to" && takesTo[before] || low == "so" && takesSo[before]
+		if !leftOut {
 			continue
 		}
 		if i+1 == len(toks) || toks[i+1].Text == "," || toks[i+1].Text == "." || toks[i+1].Text == "!" {
