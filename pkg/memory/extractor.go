@@ -80,7 +80,9 @@ func (h *Heuristic) Extract(_ context.Context, msgs []Message) ([]Candidate, err
 				x.add(agentRules(s, speaker, m, x.lastUsr)...)
 				continue
 			}
-			if x.correct(s, speaker, m) {
+			if fixed, ok := x.correct(s, speaker, m); ok {
+				said = dropCorrected(said, fixed)
+				last = -1
 				continue
 			}
 			got, goesOn := h.tagger.userPropositions(s, speaker, m)
@@ -101,6 +103,24 @@ func (h *Heuristic) Extract(_ context.Context, msgs []Message) ([]Candidate, err
 		}
 	}
 	return x.out, nil
+}
+
+// dropCorrected drops from a message's statements those that fill a slot a later sentence of
+// the same message corrected ("I live in Boston. Actually, I moved to Denver."): they would
+// otherwise be stored after the correction and win.
+func dropCorrected(said []scored, fixed []Candidate) []scored {
+	kept := said[:0]
+	for _, sc := range said {
+		stale := false
+		for _, f := range fixed {
+			stale = stale || f.Attribute != "" && sc.c.Scope == f.Scope && Normalize(sc.c.Subject) == Normalize(f.Subject) &&
+				Normalize(sc.c.Attribute) == Normalize(f.Attribute)
+		}
+		if !stale {
+			kept = append(kept, sc)
+		}
+	}
+	return kept
 }
 
 // goOn keeps with a statement the sentence after it that says what the thing it spoke of is

@@ -189,6 +189,7 @@ func TestRepliesAndEllipses(t *testing.T) {
 		{"a preposition that ends a clause is no ellipsis", "It's important to me that people have someone to talk to, and I want to help.", []string{"Tim thinks it is important to them that people have someone to talk to, and they want to help."}},
 		{"a love of doing something stays", "I love to bake bread on Sundays.", []string{"Tim loves to bake bread on Sundays."}},
 		{"a correction that fills a slot is still one", "Actually, I moved to Denver.", []string{"Tim moved to Denver."}},
+		{"a correction in the same message replaces the slot said before it", "I live in Boston. Actually, I moved to Denver.", []string{"Tim moved to Denver."}},
 	}
 	h := memory.NewHeuristic()
 	for _, tc := range cases {

@@ -79,8 +79,9 @@ var (
 // correct handles a correction ("Actually, it's Rex, not Max." / "Sorry, I meant Austin." /
 // "I live in Austin, not Boston."): the corrected candidate of this extraction is replaced by
 // one with the new value (keeping both messages as sources), or the corrected clause is
-// extracted and replaces what it contradicts. It reports whether it consumed the sentence.
-func (x *extraction) correct(s, speaker string, m Message) bool {
+// extracted and replaces what it contradicts. It reports whether it consumed the sentence and
+// returns what it stored, so that the message's own earlier statement of the slot goes too.
+func (x *extraction) correct(s, speaker string, m Message) (fixed []Candidate, ok bool) {
 	rest := s
 	prefixed := false
 	if loc := reCorrectionPrefix.FindStringIndex(s); loc != nil && loc[1] < len(s) {
@@ -96,7 +97,7 @@ func (x *extraction) correct(s, speaker string, m Message) bool {
 		} else if prefixed {
 			newPart = rest
 		} else {
-			return false
+			return nil, false
 		}
 	}
 	newPart, oldPart = strings.TrimSpace(newPart), trimObject(oldPart)
@@ -108,24 +109,24 @@ func (x *extraction) correct(s, speaker string, m Message) bool {
 		// back to you sooner") is read like any other sentence, its opening word a reply.
 		cs := userRules(newPart, speaker, m)
 		if len(cs) > 0 && !slotted(cs) {
-			return false
+			return nil, false
 		}
 		if len(cs) > 0 {
 			for _, c := range cs {
 				x.dropSlot(c, oldPart)
 			}
 			x.add(cs...)
-			return true
+			return cs, true
 		}
 		// "I'm 35, not 34": the clause says only the new value.
 		newPart = trimObject(reCopula.ReplaceAllString(newPart, ""))
 	}
 	if newPart == "" || len(strings.Fields(newPart)) > 5 {
-		return false
+		return nil, false
 	}
 	i := x.corrected(speaker, oldPart)
 	if i < 0 {
-		return false
+		return nil, false
 	}
 	old := x.out[i]
 	c := old
@@ -146,7 +147,7 @@ func (x *extraction) correct(s, speaker string, m Message) bool {
 	c.Sources = append(append([]string(nil), old.Sources...), m.ID)
 	x.out = append(x.out[:i], x.out[i+1:]...)
 	x.add(c)
-	return true
+	return []Candidate{c}, true
 }
 
 // corrected is the index of the latest user candidate of the speaker that states old (any
