@@ -227,14 +227,14 @@ func (s *Service) waitIngested(ctx context.Context, account, session string) err
 		if err != nil {
 			return err
 		}
-		m, err := stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subject))
+		first, err := firstQueued(ctx, stream, subject, last, s.ingestAckFloor)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if caughtUp(m.Sequence, last, applied) {
+		if caughtUp(first, last, applied) {
 			return nil
 		}
 		select {
@@ -243,6 +243,43 @@ func (s *Service) waitIngested(ctx context.Context, account, session string) err
 		case <-time.After(wait):
 		}
 	}
+}
+
+// firstQueued is the stream sequence of the session's first turn event still queued for
+// ingest. An event at or below the ingest consumer's ack floor was stored and acked: it stays
+// in the work queue only when its removal was lost (the embedded server killed -9 between
+// persisting the consumer's ack and the stream's delete), and no one will deliver it again,
+// so it is passed over rather than waited for until the commit times out. The floor is only
+// asked for when the first queued event is one the caller would wait for (at or before newest).
+func firstQueued(ctx context.Context, stream jetstream.Stream, subject string, newest uint64, ackFloor func(context.Context) uint64) (uint64, error) {
+	m, err := stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subject))
+	if err != nil {
+		return 0, err
+	}
+	if m.Sequence > newest {
+		return m.Sequence, nil
+	}
+	floor := ackFloor(ctx)
+	for m.Sequence <= floor {
+		if m, err = stream.GetMsg(ctx, m.Sequence+1, jetstream.WithGetMsgSubject(subject)); err != nil {
+			return 0, err
+		}
+	}
+	return m.Sequence, nil
+}
+
+// ingestAckFloor is the stream sequence up to which the ingest consumer has had every turn
+// acked; 0 when it cannot be read (no consumer yet: nothing is passed over).
+func (s *Service) ingestAckFloor(ctx context.Context) uint64 {
+	c, err := s.d.JS.Consumer(ctx, s.d.Names.Stream(bus.StreamTurns), s.d.Names.Consumer("ingest"))
+	if err != nil {
+		return 0
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return 0
+	}
+	return info.AckFloor.Stream
 }
 
 // caughtUp says whether a session is caught up with the turn events published before a sync
