@@ -128,7 +128,8 @@ func (n Names) OutboxSubjects(service string) []string {
 
 // ServicePermissions returns what a service's user may publish and subscribe to: the
 // subjects of its own job and the JetStream API of the streams and consumers it uses, never
-// another service's consumer, RPCs or the tenants' inboxes (docs/design.md §3).
+// another service's consumer (extract only reads ingest's info), RPCs or the tenants' inboxes
+// (docs/design.md §3).
 func (n Names) ServicePermissions(service string) (Permissions, error) {
 	if !knownService(service) {
 		return Permissions{}, fmt.Errorf("%w %q (one of %v)", ErrUnknownService, service, Services)
@@ -187,9 +188,12 @@ func (n Names) ServicePermissions(service string) (Permissions, error) {
 	switch service {
 	case ServiceExtract:
 		// The commit RPC waits for its commit's completion event, and first for the
-		// session's turns to leave the turns work queue (stream info and message get).
+		// session's turns to leave the turns work queue (stream info and message get). It
+		// reads ingest's ack floor, never its messages or acks: a turn at or below it that is
+		// still queued lost its delete and is not waited for.
 		sub = append(sub, n.EventFilter(contract.EventCommitCompleted))
-		pub = append(pub, api+"STREAM.MSG.GET."+n.Stream(StreamTurns))
+		pub = append(pub, api+"STREAM.MSG.GET."+n.Stream(StreamTurns),
+			api+"CONSUMER.INFO."+n.Stream(StreamTurns)+"."+n.Consumer(ServiceIngest))
 	case ServiceRecall:
 		// Erasure finds, securely deletes and purges a session's messages in every stream.
 		for _, kind := range []string{StreamTurns, StreamCommits, StreamEvents, StreamDLQ} {

@@ -271,7 +271,11 @@ func firstQueued(ctx context.Context, stream jetstream.Stream, subject string, n
 // ingestAckFloor is the stream sequence up to which the ingest consumer has had every turn
 // acked; 0 when it cannot be read (no consumer yet: nothing is passed over).
 func (s *Service) ingestAckFloor(ctx context.Context) uint64 {
-	c, err := s.d.JS.Consumer(ctx, s.d.Names.Stream(bus.StreamTurns), s.d.Names.Consumer("ingest"))
+	// A request the server refuses (a service user without the permission) gets no reply:
+	// it must not hold the commit until its deadline.
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := s.d.JS.Consumer(ctx, s.d.Names.Stream(bus.StreamTurns), s.d.Names.Consumer(bus.ServiceIngest))
 	if err != nil {
 		return 0
 	}
