@@ -113,8 +113,7 @@ func dropCorrected(said []scored, fixed []Candidate) []scored {
 	for _, sc := range said {
 		stale := false
 		for _, f := range fixed {
-			stale = stale || f.Attribute != "" && sc.c.Scope == f.Scope && Normalize(sc.c.Subject) == Normalize(f.Subject) &&
-				Normalize(sc.c.Attribute) == Normalize(f.Attribute)
+			stale = stale || sameSlot(sc.c, f)
 		}
 		if !stale {
 			kept = append(kept, sc)

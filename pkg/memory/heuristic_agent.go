@@ -108,15 +108,15 @@ func (x *extraction) correct(s, speaker string, m Message) (fixed []Candidate, o
 		// with no slot to correct ("Nope, but it's my first time going", "Sorry I didn't get
 		// back to you sooner") is read like any other sentence, its opening word a reply.
 		cs := userRules(newPart, speaker, m)
-		if len(cs) > 0 && !slotted(cs) {
-			return nil, false
-		}
-		if len(cs) > 0 {
+		if slotted(cs) {
 			for _, c := range cs {
 				x.dropSlot(c, oldPart)
 			}
 			x.add(cs...)
 			return cs, true
+		}
+		if len(cs) > 0 {
+			return nil, false
 		}
 		// "I'm 35, not 34": the clause says only the new value.
 		newPart = trimObject(reCopula.ReplaceAllString(newPart, ""))
@@ -173,8 +173,6 @@ func (x *extraction) corrected(speaker, old string) int {
 	return -1
 }
 
-// dropSlot removes the candidates of this extraction that c corrects: the same subject and
-// slot, or, for slot-less memories, the one stating old.
 // slotted reports whether one of cs fills a slot (a profile field, a preference, a person)
 // that a correction can replace.
 func slotted(cs []Candidate) bool {
@@ -186,11 +184,18 @@ func slotted(cs []Candidate) bool {
 	return false
 }
 
+// sameSlot reports whether o fills the slot c fills: the same scope, subject and attribute.
+func sameSlot(o, c Candidate) bool {
+	return c.Attribute != "" && o.Scope == c.Scope && Normalize(o.Subject) == Normalize(c.Subject) &&
+		Normalize(o.Attribute) == Normalize(c.Attribute)
+}
+
+// dropSlot removes the candidates of this extraction that c corrects: the same subject and
+// slot, or, for slot-less memories, the one stating old.
 func (x *extraction) dropSlot(c Candidate, old string) {
 	kept := x.out[:0]
 	for _, o := range x.out {
-		same := c.Attribute != "" && o.Scope == c.Scope && Normalize(o.Subject) == Normalize(c.Subject) &&
-			Normalize(o.Attribute) == Normalize(c.Attribute)
+		same := sameSlot(o, c)
 		if !same && old != "" && c.Attribute != "" && o.Category == c.Category && o.Subject == c.Subject &&
 			strings.Contains(" "+Normalize(o.Value)+" ", " "+Normalize(old)+" ") {
 			same = true

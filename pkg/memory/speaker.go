@@ -31,14 +31,14 @@ var irregular = map[string]string{
 
 var regularVerbs = wordSet(`live love like hate enjoy prefer work want need think know play watch write use eat
 		drink run walk feel own speak study teach plan hope miss adore dislike visit cook make take get keep wish believe
-		mean remember forget drive ride swim travel try say see listen sleep wake start finish practice prefer usually
+		mean remember forget drive ride swim travel try say see listen sleep wake start finish practice usually
 		collect paint draw sing dance bake fish hike climb jog bike commute volunteer attend rent share care agree
-		support follow prefer avoid stand skip wear carry bring buy sell build fix teach learn grow raise worry
-		sleep tend struggle manage lead run host mentor coach train lift meditate pray vote shop order trust
-		appreciate admire dream expect intend remember celebrate belong identify look come give find call
+		support follow avoid stand skip wear carry bring buy sell build fix learn grow raise worry
+		tend struggle manage lead host mentor coach train lift meditate pray vote shop order trust
+		appreciate admire dream expect intend celebrate belong identify look come give find call
 		help tell ask leave spend check hang send show hear stay move open turn begin seem become pay meet
 		sit lose win change add offer wait serve fall reach remain suggest pass decide pull push hold
-		bring talk chat text email call invite host join visit explore relax rest enjoy feed walk wander`)
+		talk chat text email invite join explore relax rest feed wander`)
 
 // wordSet is the set of the whitespace-separated words of list.
 func wordSet(list string) map[string]bool {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -218,6 +219,9 @@ func (s *Service) waitIngested(ctx context.Context, account, session string) err
 		return err
 	}
 	last := newest.Sequence
+	// Read once, when first needed: a lost delete happens only when a server restarts, not
+	// while a commit waits.
+	floor := sync.OnceValue(func() uint64 { return s.ingestAckFloor(ctx) })
 	for looks := 1; ; looks++ {
 		wait := 500 * time.Microsecond
 		if looks > 10 {
@@ -227,7 +231,7 @@ func (s *Service) waitIngested(ctx context.Context, account, session string) err
 		if err != nil {
 			return err
 		}
-		first, err := firstQueued(ctx, stream, subject, last, s.ingestAckFloor)
+		first, err := firstQueued(ctx, stream, subject, last, floor)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil
 		}
@@ -251,7 +255,7 @@ func (s *Service) waitIngested(ctx context.Context, account, session string) err
 // persisting the consumer's ack and the stream's delete), and no one will deliver it again,
 // so it is passed over rather than waited for until the commit times out. The floor is only
 // asked for when the first queued event is one the caller would wait for (at or before newest).
-func firstQueued(ctx context.Context, stream jetstream.Stream, subject string, newest uint64, ackFloor func(context.Context) uint64) (uint64, error) {
+func firstQueued(ctx context.Context, stream jetstream.Stream, subject string, newest uint64, ackFloor func() uint64) (uint64, error) {
 	m, err := stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subject))
 	if err != nil {
 		return 0, err
@@ -259,7 +263,7 @@ func firstQueued(ctx context.Context, stream jetstream.Stream, subject string, n
 	if m.Sequence > newest {
 		return m.Sequence, nil
 	}
-	floor := ackFloor(ctx)
+	floor := ackFloor()
 	for m.Sequence <= floor {
 		if m, err = stream.GetMsg(ctx, m.Sequence+1, jetstream.WithGetMsgSubject(subject)); err != nil {
 			return 0, err
@@ -279,11 +283,7 @@ func (s *Service) ingestAckFloor(ctx context.Context) uint64 {
 	if err != nil {
 		return 0
 	}
-	info, err := c.Info(ctx)
-	if err != nil {
-		return 0
-	}
-	return info.AckFloor.Stream
+	return c.CachedInfo().AckFloor.Stream // the lookup just read it
 }
 
 // caughtUp says whether a session is caught up with the turn events published before a sync

@@ -93,7 +93,7 @@ func TestWaitIngestedPassesOverAnAckedTurnLeftInTheQueue(t *testing.T) {
 		floor uint64
 		want  error
 	}{{0, nil}, {turns[0].StreamSeq, jetstream.ErrMsgNotFound}} {
-		first, err := firstQueued(e.ctx, stream, subject, turns[1].StreamSeq, func(context.Context) uint64 { return c.floor })
+		first, err := firstQueued(e.ctx, stream, subject, turns[1].StreamSeq, func() uint64 { return c.floor })
 		if !errors.Is(err, c.want) || (err == nil && first != turns[0].StreamSeq) {
 			t.Fatalf("firstQueued with ack floor %d = %d, %v; want turn 1's sequence %d or %v", c.floor, first, err, turns[0].StreamSeq, c.want)
 		}
