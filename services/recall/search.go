@@ -139,9 +139,24 @@ type found struct {
 func (s *Service) search(ctx context.Context, account string, req contract.RecallRequest, scopes []string, query string) (found, error) {
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.SearchTimeout)
 	defer cancel()
-	vecs, err := embed.EmbedQuery(sctx, s.d.Embedder, []string{query})
+	// One batch: the query and, when it names someone, the query without the names, whose
+	// vector is blended into the one searched with (query.go).
+	texts := []string{query}
+	if s.cfg.Fusion != contract.FusionDense {
+		if b := namesBlind(query); b != query && b != "" {
+			texts = append(texts, b)
+		}
+	}
+	vecs, err := embed.EmbedQuery(sctx, s.d.Embedder, texts)
 	if err != nil {
 		return found{}, fmt.Errorf("embed query: %w", err)
+	}
+	if len(vecs) != len(texts) {
+		return found{}, fmt.Errorf("embed query: %d vectors for %d texts", len(vecs), len(texts))
+	}
+	qv := vecs[0]
+	if len(vecs) > 1 {
+		qv = blendQuery(vecs[0], vecs[1], blindQueryWeight)
 	}
 	// Each scope's hits, rows and errors in its own slot, joined in scope order: the scopes
 	// finish in any order, and the order of the hits decides the ranks' ties under RRF and the
@@ -160,7 +175,7 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hs, err := s.d.Vectors.Search(sctx, f, vecs[0], query, s.cfg.CandidatesPerSide)
+			hs, err := s.d.Vectors.Search(sctx, f, qv, query, s.cfg.CandidatesPerSide)
 			if err != nil {
 				errs[i] = fmt.Errorf("search %s: %w", scope, err)
 				return
@@ -305,6 +320,7 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 	if s.cfg.Fusion != contract.FusionDense {
 		liftByNeighbours(cands, s.messagePlaces(ctx, account, cands))
 		penaliseQuestions(cands)
+		addDenseAfterLift(cands)
 	}
 	if s.cfg.Decay {
 		for i := range cands {
