@@ -6,36 +6,41 @@ import (
 	"unicode"
 )
 
-// namesBlind is the query without the capitalised words after its first: in a question about
-// a person ("What books has Melanie read?") the name weighs as much in the query's embedding
-// as the topic, and every turn said by or to that person matches it. recall searches with the
-// query's vector blended with this one's (blendQuery), so the topic counts for more. The
-// first word is kept: it is capitalised because it starts the question.
-func namesBlind(query string) string {
-	words := strings.Fields(query)
-	kept := make([]string, 0, len(words))
-	for i, w := range words {
-		if i > 0 && capitalised(w) {
-			continue
+// queryNames are the names a query mentions: its capitalised words after the first, without
+// a trailing possessive or punctuation, each once. recall searches with the query's vector
+// moved away from theirs (awayFrom): in a question about a person ("What books has Melanie
+// read?") the name weighs as much in the query's embedding as the topic, and every turn said
+// by or to that person matches it. The first word is capitalised because it starts the query.
+func queryNames(query string) []string {
+	var names []string
+	for i, w := range strings.Fields(query) {
+		w = strings.TrimRightFunc(w, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		w = strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
+		if i > 0 && capitalised(w) && !containsString(names, w) {
+			names = append(names, w)
 		}
-		kept = append(kept, w)
 	}
-	return strings.Join(kept, " ")
+	return names
 }
 
 // capitalised reports whether w starts with an upper-case letter followed by a lower-case one
-// ("Melanie", "Melanie's"; not "I", "LGBTQ" or "3D").
+// ("Melanie"; not "I", "LGBTQ" or "3D").
 func capitalised(w string) bool {
 	r := []rune(w)
 	return len(r) > 1 && unicode.IsUpper(r[0]) && unicode.IsLower(r[1])
 }
 
-// blendQuery is the unit vector along q + w·blind.
-func blendQuery(q, blind []float32, w float64) []float32 {
+// awayFrom is the unit vector along q − w·Σ names. The names' vectors come from the embedding
+// cache once a name has been asked about, so a query pays no second model run for a person it
+// names again. Should the sum cancel q, q is returned as it is.
+func awayFrom(q []float32, names [][]float32, w float64) []float32 {
 	out := make([]float32, len(q))
 	norm := 0.0
 	for i := range q {
-		v := float64(q[i]) + w*float64(blind[i])
+		v := float64(q[i])
+		for _, n := range names {
+			v -= w * float64(n[i])
+		}
 		out[i] = float32(v)
 		norm += v * v
 	}

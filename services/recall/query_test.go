@@ -12,47 +12,63 @@ import (
 	"github.com/membus/membus/pkg/vector"
 )
 
-func TestNamesBlind(t *testing.T) {
-	for _, tc := range []struct{ query, want string }{
-		{"What books has Melanie read?", "What books has read?"},
-		{"What did Caroline and Melanie's kids paint?", "What did and kids paint?"},
-		{"When did Caroline go to the LGBTQ support group?", "When did go to the LGBTQ support group?"},
-		{"Did I tell you about Paris in May?", "Did I tell you about in"},
-		{"what does alice like", "what does alice like"},
-		{"Melanie", "Melanie"},
-		{"  Where   is  Jon's studio ", "Where is studio"},
-		{"Wo wohnt Jürgen jetzt?", "Wo wohnt jetzt?"},
-		{"", ""},
+func TestQueryNames(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"What books has Melanie read?", []string{"Melanie"}},
+		{"What did Caroline and Melanie's kids paint?", []string{"Caroline", "Melanie"}},
+		{"When did Caroline go to the LGBTQ support group?", []string{"Caroline"}},
+		{"Did I tell you about Paris in May?", []string{"Paris", "May"}},
+		{"Is Jon's studio near Jon’s flat, Jon?", []string{"Jon"}},
+		{"Wo wohnt Jürgen jetzt?", []string{"Jürgen"}},
+		{"what does alice like", nil},
+		{"Melanie", nil},
+		{"", nil},
 	} {
-		if got := namesBlind(tc.query); got != tc.want {
-			t.Errorf("namesBlind(%q) = %q, want %q", tc.query, got, tc.want)
+		if got := queryNames(tc.query); !slices.Equal(got, tc.want) {
+			t.Errorf("queryNames(%q) = %q, want %q", tc.query, got, tc.want)
 		}
 	}
 }
 
-func TestBlendQuery(t *testing.T) {
+func TestAwayFrom(t *testing.T) {
 	q := []float32{1, 0, 0}
-	b := []float32{0, 1, 0}
+	n := []float32{0.6, 0.8, 0}
 	for _, tc := range []struct {
-		w    float64
-		want []float32
+		w     float64
+		names [][]float32
+		want  []float32
 	}{
-		{0, []float32{1, 0, 0}},
-		{1, []float32{float32(1 / math.Sqrt2), float32(1 / math.Sqrt2), 0}},
-		{0.5, []float32{float32(1 / math.Sqrt(1.25)), float32(0.5 / math.Sqrt(1.25)), 0}},
+		{0, [][]float32{n}, []float32{1, 0, 0}},
+		{0.5, [][]float32{n}, unit(0.7, -0.4, 0)},
+		{0.5, [][]float32{n, {0, 0, 1}}, unit(0.7, -0.4, -0.5)},
 	} {
-		got := blendQuery(q, b, tc.w)
+		got := awayFrom(q, tc.names, tc.w)
 		for i := range got {
 			if math.Abs(float64(got[i]-tc.want[i])) > 1e-6 {
-				t.Errorf("w %v: blend %v, want %v", tc.w, got, tc.want)
+				t.Errorf("w %v, %d names: %v, want %v", tc.w, len(tc.names), got, tc.want)
 				break
 			}
 		}
 	}
-	// Opposite vectors at w = 1 cancel: the query's own vector is kept, never a NaN.
-	if got := blendQuery(q, []float32{-1, 0, 0}, 1); !slices.Equal(got, q) {
-		t.Errorf("cancelled blend %v, want the query's own %v", got, q)
+	// A name that cancels the query leaves the query's own vector, never a NaN.
+	if got := awayFrom(q, [][]float32{q}, 1); !slices.Equal(got, q) {
+		t.Errorf("cancelled: %v, want the query's own %v", got, q)
 	}
+}
+
+func unit(v ...float64) []float32 {
+	n := 0.0
+	for _, x := range v {
+		n += x * x
+	}
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x / math.Sqrt(n))
+	}
+	return out
 }
 
 // recordingEmbedder records the query batches it embeds.
@@ -83,10 +99,10 @@ func (r *recordingVectors) Search(ctx context.Context, f vector.Filter, v []floa
 	return r.Store.Search(ctx, f, v, q, k)
 }
 
-// TestRecallSearchesWithTheNamesBlindBlend: a query that names someone is embedded in one
-// batch with its names-blind form, and every scope is searched with the blend of the two; a
+// TestRecallSearchesAwayFromTheNames: the query is embedded alone, then each name it mentions
+// alone, and every scope is searched with the query's vector moved away from the names'; a
 // query without a name, or under dense-only fusion, is searched with its own vector.
-func TestRecallSearchesWithTheNamesBlindBlend(t *testing.T) {
+func TestRecallSearchesAwayFromTheNames(t *testing.T) {
 	e := newEnv(t, false)
 	e.seed("acme", "alice", fact{text: "Alice read Dune last spring."})
 	own := func(text string) []float32 {
@@ -96,21 +112,17 @@ func TestRecallSearchesWithTheNamesBlindBlend(t *testing.T) {
 		}
 		return v[0]
 	}
+	q := "What books have Alice and Bob read?"
+	away := awayFrom(own(q), [][]float32{own("Alice"), own("Bob")}, nameWeight)
 	for _, tc := range []struct {
 		name, query, fusion string
-		batch               []string
+		batches             [][]string
 		vec                 []float32
 	}{
-		{"names someone", "What books has Alice read?", contract.FusionWeighted,
-			[]string{"What books has Alice read?", "What books has read?"},
-			blendQuery(own("What books has Alice read?"), own("What books has read?"), blindQueryWeight)},
-		{"names someone, rrf", "What books has Alice read?", contract.FusionRRF,
-			[]string{"What books has Alice read?", "What books has read?"},
-			blendQuery(own("What books has Alice read?"), own("What books has read?"), blindQueryWeight)},
-		{"no name", "what books has she read", contract.FusionWeighted,
-			[]string{"what books has she read"}, own("what books has she read")},
-		{"dense only", "What books has Alice read?", contract.FusionDense,
-			[]string{"What books has Alice read?"}, own("What books has Alice read?")},
+		{"names two", q, contract.FusionWeighted, [][]string{{q}, {"Alice"}, {"Bob"}}, away},
+		{"names two, rrf", q, contract.FusionRRF, [][]string{{q}, {"Alice"}, {"Bob"}}, away},
+		{"no name", "what books has she read", contract.FusionWeighted, [][]string{{"what books has she read"}}, own("what books has she read")},
+		{"dense only", q, contract.FusionDense, [][]string{{q}}, own(q)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			emb := &recordingEmbedder{Embedder: e.emb}
@@ -125,8 +137,8 @@ func TestRecallSearchesWithTheNamesBlindBlend(t *testing.T) {
 			if err != nil || resp.Degraded || len(resp.Items) == 0 {
 				t.Fatalf("resp %+v, err %v: want Alice's memory", resp, err)
 			}
-			if len(emb.batches) != 1 || !slices.Equal(emb.batches[0], tc.batch) {
-				t.Errorf("embedded %q, want one batch %q", emb.batches, tc.batch)
+			if !slices.EqualFunc(emb.batches, tc.batches, slices.Equal[[]string]) {
+				t.Errorf("embedded %q, want %q", emb.batches, tc.batches)
 			}
 			if len(vecs.vecs) == 0 {
 				t.Fatal("no search")

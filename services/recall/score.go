@@ -15,7 +15,7 @@ import (
 // the boosts; then the neighbouring-turn lift (neighbours.go, carried in the boost); then the
 // question penalty of an archive message that asks (carried in the boost too); then the dense
 // part once more (carried in the boost); then, when on, temporal decay. The dense part is the
-// cosine with the query's vector blended with its names-blind one (query.go).
+// cosine with the query's vector moved away from those of the names it mentions (query.go).
 const (
 	denseWeight     = 0.7
 	keywordWeight   = 0.3
@@ -32,14 +32,16 @@ const (
 	// the lift has already raised from the question's own score. Cross-validated over LoCoMo's
 	// dev conversations (README "Recall quality", issue 18's fourth round).
 	questionPenalty = 0.15
-	// blindQueryWeight: recall searches with the unit vector along q + 0.5·b, q the query's
-	// vector and b that of the query without its names (namesBlind). denseAfterLift: 0.3 × the
-	// candidate's own dense part is added after the lift and the question penalty, so that a
-	// turn lifted by its neighbour ranks by its own relevance too. Both chosen together by
-	// leave-one-conversation-out cross-validation over LoCoMo's dev split (0.5 and 0.3 in four
-	// folds of five; README "Recall quality", issue 18's names-blind round).
-	blindQueryWeight = 0.5
-	denseAfterLift   = 0.3
+	// nameWeight: recall searches with the unit vector along q − 0.15·Σ n, q the query's vector
+	// and n those of the names it mentions (queryNames). denseAfterLift: 0.3 × the candidate's
+	// own dense part is added after the lift and the question penalty, so that a turn lifted by
+	// its neighbour ranks by its own relevance too. Measured on one ingest of LoCoMo's dev split
+	// (README "Recall quality", issue 18's names round): 0.3 was chosen beside a names-blind
+	// query blended in, which took a second model run per query and broke the latency budget;
+	// 0.15 is the best of 0.05–0.3 over all five conversations (every category at or above the
+	// ranking without it), and the leave-one-conversation-out folds picked 0.05–0.2.
+	nameWeight     = 0.15
+	denseAfterLift = 0.3
 
 	// rrfK is the rank constant of reciprocal rank fusion.
 	rrfK = 60

@@ -139,24 +139,27 @@ type found struct {
 func (s *Service) search(ctx context.Context, account string, req contract.RecallRequest, scopes []string, query string) (found, error) {
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.SearchTimeout)
 	defer cancel()
-	// One batch: the query and, when it names someone, the query without the names, whose
-	// vector is blended into the one searched with (query.go).
-	texts := []string{query}
-	if s.cfg.Fusion != contract.FusionDense {
-		if b := namesBlind(query); b != query && b != "" {
-			texts = append(texts, b)
-		}
-	}
-	vecs, err := embed.EmbedQuery(sctx, s.d.Embedder, texts)
+	vecs, err := embed.EmbedQuery(sctx, s.d.Embedder, []string{query})
 	if err != nil {
 		return found{}, fmt.Errorf("embed query: %w", err)
 	}
-	if len(vecs) != len(texts) {
-		return found{}, fmt.Errorf("embed query: %d vectors for %d texts", len(vecs), len(texts))
-	}
 	qv := vecs[0]
-	if len(vecs) > 1 {
-		qv = blendQuery(vecs[0], vecs[1], blindQueryWeight)
+	if s.cfg.Fusion != contract.FusionDense {
+		// The query's vector moved away from those of the names it mentions (query.go). Each
+		// name is embedded alone, once: the embedding cache keeps it, and an int8 model's
+		// vector for a text depends on the batch it ran in, so a name embedded beside another
+		// text would move the ranking with whatever was asked first.
+		var names [][]float32
+		for _, n := range queryNames(query) {
+			v, err := embed.EmbedQuery(sctx, s.d.Embedder, []string{n})
+			if err != nil {
+				return found{}, fmt.Errorf("embed a name of the query: %w", err)
+			}
+			names = append(names, v[0])
+		}
+		if len(names) > 0 {
+			qv = awayFrom(qv, names, nameWeight)
+		}
 	}
 	// Each scope's hits, rows and errors in its own slot, joined in scope order: the scopes
 	// finish in any order, and the order of the hits decides the ranks' ties under RRF and the
