@@ -173,3 +173,29 @@ func TestDenseAfterLift(t *testing.T) {
 		t.Errorf("close: score %v, want %v", cands[1].score, want)
 	}
 }
+
+type namedEmbedder struct {
+	embed.Embedder
+	provider string
+}
+
+func (n namedEmbedder) Provider() string { return n.provider }
+
+func TestLearned(t *testing.T) {
+	hash := embed.NewHash()
+	for _, tc := range []struct {
+		name string
+		e    embed.Embedder
+		want bool
+	}{
+		{"hash", hash, false},
+		{"hash behind the cache", embed.NewCached(hash, 10), false},
+		{"onnx", namedEmbedder{hash, "onnx"}, true},
+		{"onnx behind the cache", embed.NewCached(namedEmbedder{hash, "onnx"}, 10), true},
+		{"no provider", &recordingEmbedder{Embedder: hash}, true},
+	} {
+		if got := learned(tc.e); got != tc.want {
+			t.Errorf("%s: learned %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -144,7 +144,7 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		return found{}, fmt.Errorf("embed query: %w", err)
 	}
 	qv := vecs[0]
-	if s.cfg.Fusion != contract.FusionDense {
+	if s.cfg.Fusion != contract.FusionDense && learned(s.d.Embedder) {
 		// The query's vector moved away from those of the names it mentions (query.go). Each
 		// name is embedded alone, once: the embedding cache keeps it, and an int8 model's
 		// vector for a text depends on the batch it ran in, so a name embedded beside another
@@ -323,7 +323,9 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 	if s.cfg.Fusion != contract.FusionDense {
 		liftByNeighbours(cands, s.messagePlaces(ctx, account, cands))
 		penaliseQuestions(cands)
-		addDenseAfterLift(cands)
+		if learned(s.d.Embedder) {
+			addDenseAfterLift(cands)
+		}
 	}
 	if s.cfg.Decay {
 		for i := range cands {
