@@ -31,7 +31,9 @@ import (
 // path was changed for speed: hit rows through a statement prepared once, term overlap without
 // term sets, spilled vectors read once); re-recorded on branch rq4 when the neighbouring-turn
 // lift's weight went from 0.9 to 0.85 (every lifted score moved; the question penalty alone
-// had left it unchanged). MEMBUS_UPDATE_GOLDEN=1 rewrites it.
+// had left it unchanged). The seeded set uses the hash embedder, for which recall neither moves
+// the query away from its names nor adds the dense part after the lift (learned, query.go):
+// query_test.go covers those. MEMBUS_UPDATE_GOLDEN=1 rewrites it.
 const goldenRanking = "testdata/ranking_golden.txt"
 
 // TestRecallRankingGolden: recall's ranked output — every candidate's score, score parts and

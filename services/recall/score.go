@@ -13,8 +13,9 @@ import (
 // Score scale (docs/design.md §6 "Score scale"): dense cosine clamped to [0,1]; keyword BM25 divided by
 // the best keyword score of the candidate set; fused = 0.7 dense + 0.3 keyword, or RRF; then
 // the boosts; then the neighbouring-turn lift (neighbours.go, carried in the boost); then the
-// question penalty of an archive message that asks (carried in the boost too); then, when on,
-// temporal decay.
+// question penalty of an archive message that asks (carried in the boost too); then the dense
+// part once more (carried in the boost); then, when on, temporal decay. The dense part is the
+// cosine with the query's vector moved away from those of the names it mentions (query.go).
 const (
 	denseWeight     = 0.7
 	keywordWeight   = 0.3
@@ -31,6 +32,16 @@ const (
 	// the lift has already raised from the question's own score. Cross-validated over LoCoMo's
 	// dev conversations (README "Recall quality", issue 18's fourth round).
 	questionPenalty = 0.15
+	// nameWeight: recall searches with the unit vector along q − 0.15·Σ n, q the query's vector
+	// and n those of the names it mentions (queryNames). denseAfterLift: 0.3 × the candidate's
+	// own dense part is added after the lift and the question penalty, so that a turn lifted by
+	// its neighbour ranks by its own relevance too. Measured on one ingest of LoCoMo's dev split
+	// (README "Recall quality", issue 18's names round): 0.3 was chosen beside a names-blind
+	// query blended in, which took a second model run per query and broke the latency budget;
+	// 0.15 is the best of 0.05–0.3 over all five conversations (every category at or above the
+	// ranking without it), and the leave-one-conversation-out folds picked 0.05–0.2.
+	nameWeight     = 0.15
+	denseAfterLift = 0.3
 
 	// rrfK is the rank constant of reciprocal rank fusion.
 	rrfK = 60
@@ -117,6 +128,18 @@ func asksQuestion(text string) bool {
 	first, _, _ := strings.Cut(text, "\n")
 	first = strings.TrimSpace(first)
 	return strings.HasSuffix(first, "?") || strings.HasSuffix(first, "？")
+}
+
+// addDenseAfterLift adds denseAfterLift × each candidate's dense part to its score, carried
+// in its boost. The lift gives a neighbour of the best match 0.85 of that match's score
+// whatever its own; this ranks the lifted turns, and every other candidate, by their own
+// similarity as well.
+func addDenseAfterLift(cands []candidate) {
+	for i := range cands {
+		c := &cands[i]
+		c.parts.Boost += denseAfterLift * c.parts.Dense
+		c.score += denseAfterLift * c.parts.Dense
+	}
 }
 
 // penaliseQuestions lowers each archive candidate that asks a question (asksQuestion) by

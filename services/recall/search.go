@@ -143,6 +143,24 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 	if err != nil {
 		return found{}, fmt.Errorf("embed query: %w", err)
 	}
+	qv := vecs[0]
+	if s.cfg.Fusion != contract.FusionDense && learned(s.d.Embedder) {
+		// The query's vector moved away from those of the names it mentions (query.go). Each
+		// name is embedded alone, once: the embedding cache keeps it, and an int8 model's
+		// vector for a text depends on the batch it ran in, so a name embedded beside another
+		// text would move the ranking with whatever was asked first.
+		var names [][]float32
+		for _, n := range queryNames(query) {
+			v, err := embed.EmbedQuery(sctx, s.d.Embedder, []string{n})
+			if err != nil {
+				return found{}, fmt.Errorf("embed a name of the query: %w", err)
+			}
+			names = append(names, v[0])
+		}
+		if len(names) > 0 {
+			qv = awayFrom(qv, names, nameWeight)
+		}
+	}
 	// Each scope's hits, rows and errors in its own slot, joined in scope order: the scopes
 	// finish in any order, and the order of the hits decides the ranks' ties under RRF and the
 	// order of the trace's dropped hits.
@@ -160,7 +178,7 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hs, err := s.d.Vectors.Search(sctx, f, vecs[0], query, s.cfg.CandidatesPerSide)
+			hs, err := s.d.Vectors.Search(sctx, f, qv, query, s.cfg.CandidatesPerSide)
 			if err != nil {
 				errs[i] = fmt.Errorf("search %s: %w", scope, err)
 				return
@@ -305,6 +323,9 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 	if s.cfg.Fusion != contract.FusionDense {
 		liftByNeighbours(cands, s.messagePlaces(ctx, account, cands))
 		penaliseQuestions(cands)
+		if learned(s.d.Embedder) {
+			addDenseAfterLift(cands)
+		}
 	}
 	if s.cfg.Decay {
 		for i := range cands {

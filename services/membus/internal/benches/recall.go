@@ -174,7 +174,9 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 	queries := rand.New(rand.NewPCG(uint64(size), 2))
 	qs := make([]string, p.warmup+p.count)
 	for i := range qs {
-		qs[i] = "what does " + recallSentence(queries, 4)
+		// Every query names someone, as the seeded memories do: recall then embeds it twice,
+		// with and without the name (services/recall/query.go), its costliest path.
+		qs[i] = "what does " + strings.Title(recallWords[queries.IntN(10)]) + " " + recallSentence(queries, 3) //nolint:staticcheck // ASCII words
 	}
 	subject := env.Names.RPC(account, "recall")
 	op := func(ctx context.Context, i int) (int, error) {
