@@ -33,7 +33,8 @@ const (
 	// dev conversations (README "Recall quality", issue 18's fourth round).
 	questionPenalty = 0.15
 	// nameWeight: recall searches with the unit vector along q − 0.15·Σ n, q the query's vector
-	// and n those of the names it mentions (queryNames). denseAfterLift: 0.3 × the candidate's
+	// and n those of the names it mentions (queryNames). Both this and denseAfterLift apply
+	// with a learned embedder only (learned, query.go). denseAfterLift: 0.3 × the candidate's
 	// own dense part is added after the lift and the question penalty, so that a turn lifted by
 	// its neighbour ranks by its own relevance too. Measured on one ingest of LoCoMo's dev split
 	// (README "Recall quality", issue 18's names round): 0.3 was chosen beside a names-blind
