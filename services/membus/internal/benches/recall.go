@@ -174,8 +174,9 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 	queries := rand.New(rand.NewPCG(uint64(size), 2))
 	qs := make([]string, p.warmup+p.count)
 	for i := range qs {
-		// Every query names someone, as the seeded memories do: recall then embeds it twice,
-		// with and without the name (services/recall/query.go), its costliest path.
+		// Every query names someone, as the seeded memories do: recall then moves the query's
+		// vector away from the name's (services/recall/query.go), the path a real question takes;
+		// each of the ten names is embedded once, then cached.
 		qs[i] = "what does " + strings.Title(recallWords[queries.IntN(10)]) + " " + recallSentence(queries, 3) //nolint:staticcheck // ASCII words
 	}
 	subject := env.Names.RPC(account, "recall")
