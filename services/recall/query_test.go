@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"sync"
@@ -74,6 +75,7 @@ func unit(v ...float64) []float32 {
 // recordingEmbedder records the query batches it embeds.
 type recordingEmbedder struct {
 	embed.Embedder
+	fail    string // a text it fails to embed
 	mu      sync.Mutex
 	batches [][]string
 }
@@ -82,6 +84,9 @@ func (r *recordingEmbedder) Embed(ctx context.Context, texts []string) ([][]floa
 	r.mu.Lock()
 	r.batches = append(r.batches, slices.Clone(texts))
 	r.mu.Unlock()
+	if r.fail != "" && slices.Contains(texts, r.fail) {
+		return nil, errors.New("embedder: model run failed")
+	}
 	return r.Embedder.Embed(ctx, texts)
 }
 
@@ -116,16 +121,19 @@ func TestRecallSearchesAwayFromTheNames(t *testing.T) {
 	away := awayFrom(own(q), [][]float32{own("Alice"), own("Bob")}, nameWeight)
 	for _, tc := range []struct {
 		name, query, fusion string
+		fail                string // a text the embedder fails on
 		batches             [][]string
 		vec                 []float32
 	}{
-		{"names two", q, contract.FusionWeighted, [][]string{{q}, {"Alice"}, {"Bob"}}, away},
-		{"names two, rrf", q, contract.FusionRRF, [][]string{{q}, {"Alice"}, {"Bob"}}, away},
-		{"no name", "what books has she read", contract.FusionWeighted, [][]string{{"what books has she read"}}, own("what books has she read")},
-		{"dense only", q, contract.FusionDense, [][]string{{q}}, own(q)},
+		{"names two", q, contract.FusionWeighted, "", [][]string{{q}, {"Alice"}, {"Bob"}}, away},
+		{"names two, rrf", q, contract.FusionRRF, "", [][]string{{q}, {"Alice"}, {"Bob"}}, away},
+		{"no name", "what books has she read", contract.FusionWeighted, "", [][]string{{"what books has she read"}}, own("what books has she read")},
+		{"dense only", q, contract.FusionDense, "", [][]string{{q}}, own(q)},
+		// A name the model fails on leaves the query as asked; the search stays dense.
+		{"a name fails", q, contract.FusionWeighted, "Bob", [][]string{{q}, {"Alice"}, {"Bob"}}, own(q)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			emb := &recordingEmbedder{Embedder: e.emb}
+			emb := &recordingEmbedder{Embedder: e.emb, fail: tc.fail}
 			vecs := &recordingVectors{Store: e.vec}
 			cfg := Defaults()
 			cfg.Fusion = tc.fusion

@@ -133,6 +133,19 @@ type found struct {
 	readErr error
 }
 
+// nameVectors are the vectors of the names the query mentions (queryNames), each embedded alone.
+func (s *Service) nameVectors(ctx context.Context, query string) ([][]float32, error) {
+	var names [][]float32
+	for _, n := range queryNames(query) {
+		v, err := embed.EmbedQuery(ctx, s.d.Embedder, []string{n})
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", n, err)
+		}
+		names = append(names, v[0])
+	}
+	return names, nil
+}
+
 // search runs the dense and keyword search of every scope in parallel, each bounded by the
 // search timeout, and reads each scope's memory rows from SQL as soon as its search returns,
 // while the other scopes may still search. The error is the searches'.
@@ -148,16 +161,12 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		// The query's vector moved away from those of the names it mentions (query.go). Each
 		// name is embedded alone, once: the embedding cache keeps it, and an int8 model's
 		// vector for a text depends on the batch it ran in, so a name embedded beside another
-		// text would move the ranking with whatever was asked first.
-		var names [][]float32
-		for _, n := range queryNames(query) {
-			v, err := embed.EmbedQuery(sctx, s.d.Embedder, []string{n})
-			if err != nil {
-				return found{}, fmt.Errorf("embed a name of the query: %w", err)
-			}
-			names = append(names, v[0])
-		}
-		if len(names) > 0 {
+		// text would move the ranking with whatever was asked first. A name that cannot be
+		// embedded leaves the query where it is: the move refines the search, and failing it
+		// would send the whole recall down to keywords alone.
+		if names, err := s.nameVectors(sctx, query); err != nil {
+			s.log.Warn("embed a name of the query: searching with the query as asked", "err", err)
+		} else if len(names) > 0 {
 			qv = awayFrom(qv, names, nameWeight)
 		}
 	}
