@@ -58,6 +58,9 @@ type Config struct {
 	RecallFusion string
 	// RecallDecay and RecallMMR switch on temporal decay and MMR (both off by default, docs/design.md §6).
 	RecallDecay, RecallMMR bool
+	// RecallCandidates is how many candidates recall takes from each side, dense and keyword,
+	// of each scope (24, SPEC; 1–200): more find more, at a cost in latency.
+	RecallCandidates int
 	// RateLimit and RateBurst are the gateway's token bucket per API key: requests per second
 	// and bucket size (shared through Redis when it is configured, else per replica).
 	RateLimit, RateBurst int
@@ -95,6 +98,7 @@ func Defaults() Config {
 		KeepRecent:           contract.DefaultKeepRecent,
 		IdleCommit:           formatDuration(DefaultIdleCommit),
 		RecallFusion:         contract.FusionWeighted,
+		RecallCandidates:     contract.DefaultRecallCandidates,
 		RateLimit:            DefaultRateLimit,
 		RateBurst:            DefaultRateBurst,
 		StreamReplicas:       1,
@@ -184,6 +188,7 @@ func (c *Config) fields() []field {
 		{key: "recall_scopes", str: &c.RecallScopes, help: "default recall scopes, comma-separated user, agent, archive (empty: all three)", doc: "default recall scopes", def: "`user,agent,archive`"},
 		{key: "recall_fusion", str: &c.RecallFusion, help: `recall score fusion: "weighted" (0.7 dense + 0.3 keyword) or "rrf"`, doc: "`weighted` (0.7 dense + 0.3 keyword) or `rrf`"},
 		{key: "recall_decay", b: &c.RecallDecay, help: "temporal decay of recall scores (half-life 30 days, never below 0.5x)", doc: "temporal decay of recall scores (half-life 30 days)"},
+		{key: "recall_candidates", n: &c.RecallCandidates, help: "candidates recall takes from each side (dense, keyword) of each scope, 1-200", doc: "candidates recall takes from each side (dense and keyword) of each scope, 1–200: more find more and cost latency (LoCoMo R@10 and `bench recall` p99 at 24, 48 and 100 in the README's Recall quality)"},
 		{key: "recall_mmr", b: &c.RecallMMR, help: "MMR diversity re-ranking of recall results (lambda 0.7)", doc: "MMR diversity re-ranking of recall results (λ 0.7)"},
 		{key: "rate_limit", n: &c.RateLimit, help: "HTTP requests per second per API key (token bucket; shared through Redis when set)", doc: "HTTP requests per second per API key (token bucket; shared through Redis when set, else per replica)"},
 		{key: "rate_burst", n: &c.RateBurst, help: "HTTP request burst per API key", doc: "HTTP request burst per API key"},

@@ -177,6 +177,8 @@ func TestValidationErrorsNameTheKey(t *testing.T) {
 		{"insecure no auth on an empty host", map[string]string{"MEMBUS_INSECURE_NO_AUTH": "true", "MEMBUS_HTTP_ADDR": ":8080"}, "MEMBUS_INSECURE_NO_AUTH / --insecure-no-auth:"},
 		{"threshold too low", map[string]string{"MEMBUS_COMMIT_TOKEN_THRESHOLD": "1999"}, "MEMBUS_COMMIT_TOKEN_THRESHOLD / --commit-token-threshold: must be between 2000 and 200000, got 1999"},
 		{"threshold too high", map[string]string{"MEMBUS_COMMIT_TOKEN_THRESHOLD": "200001"}, "MEMBUS_COMMIT_TOKEN_THRESHOLD / --commit-token-threshold:"},
+		{"no recall candidates", map[string]string{"MEMBUS_RECALL_CANDIDATES": "0"}, "MEMBUS_RECALL_CANDIDATES / --recall-candidates: must be between 1 and 200, got 0"},
+		{"too many recall candidates", map[string]string{"MEMBUS_RECALL_CANDIDATES": "201"}, "MEMBUS_RECALL_CANDIDATES / --recall-candidates:"},
 		{"negative keep recent", map[string]string{"MEMBUS_KEEP_RECENT": "-1"}, "MEMBUS_KEEP_RECENT / --keep-recent:"},
 		{"env int that is not a number", map[string]string{"MEMBUS_KEEP_RECENT": "ten"}, `MEMBUS_KEEP_RECENT: not an integer: "ten"`},
 		{"env bool that is not a boolean", map[string]string{"MEMBUS_INSECURE_NO_AUTH": "yes please"}, "MEMBUS_INSECURE_NO_AUTH: not a boolean"},

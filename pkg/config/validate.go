@@ -175,6 +175,9 @@ func (c Config) Validate() error {
 	if !contract.ValidFusion(c.RecallFusion) {
 		bad("recall_fusion", "must be %q, %q or %q (evaluation only), got %q", contract.FusionWeighted, contract.FusionRRF, contract.FusionDense, c.RecallFusion)
 	}
+	if c.RecallCandidates < 1 || c.RecallCandidates > contract.MaxRecallCandidates {
+		bad("recall_candidates", "must be between 1 and %d, got %d", contract.MaxRecallCandidates, c.RecallCandidates)
+	}
 	if err := CheckRateLimit(float64(c.RateLimit)); err != nil {
 		bad("rate_limit", "%v", err)
 	}

@@ -21,6 +21,14 @@ const (
 	FusionDense = "dense"
 )
 
+// DefaultRecallCandidates is how many candidates recall takes from each side (dense and
+// keyword) of each scope (SPEC); MaxRecallCandidates bounds the setting
+// (MEMBUS_RECALL_CANDIDATES): each scope reads the memory rows of its candidates from SQL.
+const (
+	DefaultRecallCandidates = 24
+	MaxRecallCandidates     = 200
+)
+
 // ValidFusion reports whether s is a fusion method.
 func ValidFusion(s string) bool { return s == FusionWeighted || s == FusionRRF || s == FusionDense }
 

@@ -5,7 +5,8 @@ import (
 )
 
 // ConfigFrom applies the recall keys of the shared configuration (MEMBUS_RECALL_SCOPES,
-// MEMBUS_RECALL_FUSION, MEMBUS_RECALL_DECAY, MEMBUS_RECALL_MMR and their flags) to cfg.
+// MEMBUS_RECALL_FUSION, MEMBUS_RECALL_DECAY, MEMBUS_RECALL_MMR, MEMBUS_RECALL_CANDIDATES and their flags)
+// to cfg.
 func ConfigFrom(cfg Config, c config.Config) (Config, error) {
 	if scopes := config.SplitList(c.RecallScopes); len(scopes) > 0 {
 		cfg.DefaultScopes = scopes
@@ -14,6 +15,9 @@ func ConfigFrom(cfg Config, c config.Config) (Config, error) {
 		cfg.Fusion = c.RecallFusion
 	}
 	cfg.Decay, cfg.MMR = c.RecallDecay, c.RecallMMR
+	if c.RecallCandidates > 0 {
+		cfg.CandidatesPerSide = c.RecallCandidates
+	}
 	cfg.KeepRecent = c.KeepRecent
 	return cfg, cfg.Validate()
 }

@@ -95,13 +95,44 @@ type recordingVectors struct {
 	vector.Store
 	mu   sync.Mutex
 	vecs [][]float32
+	ks   []int
 }
 
 func (r *recordingVectors) Search(ctx context.Context, f vector.Filter, v []float32, q string, k int) ([]vector.Hit, error) {
 	r.mu.Lock()
 	r.vecs = append(r.vecs, v)
+	r.ks = append(r.ks, k)
 	r.mu.Unlock()
 	return r.Store.Search(ctx, f, v, q, k)
+}
+
+// TestCandidatesPerSide: every scope's search asks for the configured number of candidates a
+// side (MEMBUS_RECALL_CANDIDATES), SPEC's 24 by default.
+func TestCandidatesPerSide(t *testing.T) {
+	e := newEnv(t, false)
+	e.seed("acme", "alice", fact{text: "Alice read Dune last spring."})
+	for _, n := range []int{0, 7, 100} {
+		vecs := &recordingVectors{Store: e.vec}
+		cfg, want := Defaults(), contract.DefaultRecallCandidates
+		if n > 0 {
+			cfg.CandidatesPerSide, want = n, n
+		}
+		svc, err := New(cfg, Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: e.emb, Vectors: vecs, Metrics: e.svc.d.Metrics})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Recall(e.ctx, "acme", contract.RecallRequest{UserID: "alice", Query: "what did Alice read"}); err != nil {
+			t.Fatal(err)
+		}
+		if len(vecs.ks) == 0 {
+			t.Fatal("no search")
+		}
+		for _, k := range vecs.ks {
+			if k != want {
+				t.Errorf("configured %d: searched for %d a side, want %d", n, k, want)
+			}
+		}
+	}
 }
 
 // TestRecallSearchesAwayFromTheNames: the query is embedded alone, then each name it mentions

@@ -29,7 +29,7 @@ type Config struct {
 	Limit             int           // default 6
 	ScoreThreshold    float64       // default 0.15
 	MaxInjectedChars  int           // default 4000
-	CandidatesPerSide int           // default 24, of each scope (SPEC)
+	CandidatesPerSide int           // default 24, of each side of each scope (SPEC; MEMBUS_RECALL_CANDIDATES)
 	MaxItemChars      int           // default 1000
 	UserShare         float64       // default 0.6 of the budget when the agent scope has candidates
 	DefaultScopes     []string      // scopes searched when the request names none: user, agent, archive
@@ -44,7 +44,7 @@ type Config struct {
 
 // Defaults returns docs/design.md §6's defaults.
 func Defaults() Config {
-	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: 24, MaxItemChars: 1000, UserShare: 0.6,
+	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: contract.DefaultRecallCandidates, MaxItemChars: 1000, UserShare: 0.6,
 		DefaultScopes: []string{contract.ScopeUser, contract.ScopeAgent, contract.ScopeArchive}, Fusion: contract.FusionWeighted,
 		ArchiveContext: 1, SearchTimeout: 2 * time.Second, FallbackMemories: 5000, KeepRecent: contract.DefaultKeepRecent}
 }

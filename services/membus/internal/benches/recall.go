@@ -24,6 +24,7 @@ import (
 
 	"github.com/membus/membus/pkg/bench"
 	"github.com/membus/membus/pkg/bus"
+	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/memory"
@@ -43,8 +44,10 @@ type recallParams struct {
 	warmup   int
 	restart  bool   // embedded: also measure a membus up restarted on the seeded data
 	embedder string // hash or onnx (MEMBUS_MODEL_DIR, else ./data/models)
-	progress io.Writer
-	notes    io.Writer
+	// candidates: recall_candidates, each side of each scope (0 = the default, 24)
+	candidates int
+	progress   io.Writer
+	notes      io.Writer
 }
 
 func benchRecallCmd() *cobra.Command {
@@ -59,6 +62,7 @@ func benchRecallCmd() *cobra.Command {
 	backend := fs.String("backend", "embedded", "embedded (SQLite) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL; the vector index stays local)")
 	restart := fs.Bool("restart", true, "embedded: also start membus up (this executable) on each size's seeded data, send it the same recalls over HTTP and print its RSS")
 	embedder := fs.String("embedder", "hash", "hash, or onnx: the local model in MEMBUS_MODEL_DIR (else ./data/models; `make model`), which also embeds the seeded memories")
+	candidates := fs.Int("recall-candidates", 0, fmt.Sprintf("candidates recall takes from each side of each scope (MEMBUS_RECALL_CANDIDATES, 1-%d; 0: the default, %d)", contract.MaxRecallCandidates, contract.DefaultRecallCandidates))
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return cli.Exit(func() int {
@@ -68,7 +72,11 @@ func benchRecallCmd() *cobra.Command {
 				return 1
 			}
 			defer stopProfile()
-			p := recallParams{count: *count, warmup: *warmup, restart: *restart, embedder: *embedder, notes: stderr}
+			p := recallParams{count: *count, warmup: *warmup, restart: *restart, embedder: *embedder, candidates: *candidates, notes: stderr}
+			if p.candidates < 0 || p.candidates > contract.MaxRecallCandidates {
+				fmt.Fprintf(stderr, "membus bench recall: --recall-candidates must be between 1 and %d (0: the default), got %d\n", contract.MaxRecallCandidates, p.candidates)
+				return 2
+			}
 			if p.embedder != "hash" && p.embedder != "onnx" {
 				fmt.Fprintf(stderr, "membus bench recall: --embedder must be hash or onnx, got %q\n", p.embedder)
 				return 2
@@ -154,7 +162,11 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	env, closeEnv, err := harness.OpenIn(ctx, dir, "interval", p.embedder, rb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	env, closeEnv, err := harness.OpenIn(ctx, dir, "interval", p.embedder, rb, slog.New(slog.NewTextHandler(io.Discard, nil)), func(c *config.Config) {
+		if p.candidates > 0 {
+			c.RecallCandidates = p.candidates
+		}
+	})
 	if err != nil {
 		return bench.Result{}, err
 	}
@@ -220,7 +232,7 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 			return res, err
 		}
 		closeOnce.Do(closeEnv)
-		rss, err := restartedRSS(ctx, dir, p.embedder, modelDir, account, user, agent, qs)
+		rss, err := restartedRSS(ctx, dir, p.embedder, modelDir, p.candidates, account, user, agent, qs)
 		if err != nil {
 			return res, fmt.Errorf("restarted membus up: %w", err)
 		}
@@ -234,7 +246,7 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 // seeded, as a user restarting it would, sends it the run's recalls over HTTP (insecure mode,
 // loopback), and returns its resident set size: what membus holding those memories occupies,
 // without the seeding's garbage or the floor's copy of the vectors.
-func restartedRSS(ctx context.Context, dir, embedder, modelDir, account, user, agent string, qs []string) (float64, error) {
+func restartedRSS(ctx context.Context, dir, embedder, modelDir string, candidates int, account, user, agent string, qs []string) (float64, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
@@ -258,6 +270,9 @@ func restartedRSS(ctx context.Context, dir, embedder, modelDir, account, user, a
 	}
 	cmd.Env = append(cmd.Env, "MEMBUS_DATA_DIR="+dir, "MEMBUS_EMBEDDER="+embedder, "MEMBUS_MODEL_DIR="+modelDir, "MEMBUS_NATS_SYNC=interval", "MEMBUS_NATS_LISTEN="+addrs[0],
 		"MEMBUS_HTTP_ADDR="+addrs[1], "MEMBUS_INSECURE_NO_AUTH=true", "MEMBUS_LOG_LEVEL=error", "MEMBUS_RATE_LIMIT=1000000", "MEMBUS_RATE_BURST=1000000")
+	if candidates > 0 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("MEMBUS_RECALL_CANDIDATES=%d", candidates))
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

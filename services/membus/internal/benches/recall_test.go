@@ -37,4 +37,8 @@ func TestBenchRecall(t *testing.T) {
 	if code := run([]string{"bench", "recall", "--sizes", "10,x"}, &stdout, &stderr); code != 2 {
 		t.Errorf("bad --sizes: exit %d, want 2", code)
 	}
+	stderr.Reset()
+	if code := run([]string{"bench", "recall", "--recall-candidates", "201"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--recall-candidates must be between 1 and 200") {
+		t.Errorf("bad --recall-candidates: exit %d, stderr %q, want 2 and what is allowed", code, stderr.String())
+	}
 }

@@ -603,6 +603,9 @@ func evalLocomoIn(ctx context.Context, convs []locomoConv, p evalParams, reuse *
 			c.VectorExactMax = *p.exactMax
 		}
 		c.RecallMMR = p.mmr
+		if p.candidates > 0 {
+			c.RecallCandidates = p.candidates
+		}
 		if p.llmBaseURL != "" {
 			c.LLMBaseURL, c.LLMModel, c.LLMAPIKey = p.llmBaseURL, p.llmModel, p.llmAPIKey
 		}
@@ -698,6 +701,9 @@ func evalLocomoIn(ctx context.Context, convs []locomoConv, p evalParams, reuse *
 	if p.mmr {
 		rep.Config = strings.TrimPrefix(strings.TrimPrefix(rep.Config, "default")+" mmr", " ")
 	}
+	if p.candidates > 0 {
+		rep.Config = strings.TrimPrefix(strings.TrimPrefix(rep.Config, "default")+fmt.Sprintf(" candidates-%d", p.candidates), " ")
+	}
 	reports := []evalReport{rep}
 	if p.baseline == "bm25" {
 		b, err := runEval(ctx, convs, "bm25", "none", 1, p.progress, bm25Answers(convs), nil)
@@ -719,11 +725,13 @@ type evalParams struct {
 	fusion   string          // recall fusion ("" = the default)
 	exactMax *int            // vector_exact_max (nil = the default)
 	mmr      bool            // recall_mmr: MMR diversity re-ranking (opt-in; off by default)
-	sync     string
-	embedder string
-	baseline string
-	progress io.Writer // progress bars (nil = none)
-	notes    io.Writer // one line per phase
+	// candidates: recall_candidates, each side of each scope (0 = the default, 24)
+	candidates int
+	sync       string
+	embedder   string
+	baseline   string
+	progress   io.Writer // progress bars (nil = none)
+	notes      io.Writer // one line per phase
 	// extraction: score the extracted memories against the observations instead of recall.
 	extraction bool
 	// explain: also break down where recall lost each gold turn it did not rank in the top 10.
@@ -759,6 +767,7 @@ func locomoCommand() *cobra.Command {
 	fusion := fs.String("fusion", contract.FusionWeighted, `recall fusion of the membus run: "weighted" (the default, 0.7 dense + 0.3 keyword), "rrf", or "dense" (the embedder alone, to measure it)`)
 	backend := fs.String("backend", "embedded", harness.BackendUsage)
 	exactMax := fs.Int("vector-exact-max", -1, "vector_exact_max of the membus run: 0 searches every user through the quantised index (the users here are small), to compare it with the exact search (negative: the default)")
+	candidates := fs.Int("recall-candidates", 0, fmt.Sprintf("candidates recall takes from each side of each scope in the membus run (MEMBUS_RECALL_CANDIDATES, 1-%d; 0: the default, %d), to measure more or fewer; with --data-dir it only changes recall", contract.MaxRecallCandidates, contract.DefaultRecallCandidates))
 	mmr := fs.Bool("mmr", false, "switch on recall's opt-in MMR diversity re-ranking (MEMBUS_RECALL_MMR) in the membus run, to measure it; with --data-dir it only changes recall, so it compares on one ingest")
 	explain := fs.Bool("explain", false, "also break down, per category, where recall lost each gold turn outside its top 10 (ranked 11-20, a candidate past the limit, collapsed, dropped, or no candidate with or without a memory sourced there)")
 	traceOut := fs.String("trace-out", "", "write each question's ranked-call trace (every candidate, its score parts and sources) to this file as JSON lines, to study the ranking offline; with --extraction, each observation with the best memory sourced at its evidence and its F1")
@@ -785,6 +794,9 @@ func locomoCommand() *cobra.Command {
 				return 2
 			case *limitConvs < 0:
 				fmt.Fprintln(stderr, "membus eval locomo: --limit-conversations must be ≥ 0")
+				return 2
+			case *candidates < 0 || *candidates > contract.MaxRecallCandidates:
+				fmt.Fprintf(stderr, "membus eval locomo: --recall-candidates must be between 1 and %d (0: the default), got %d\n", contract.MaxRecallCandidates, *candidates)
 				return 2
 			case *extraction && *explain:
 				fmt.Fprintln(stderr, "membus eval locomo: --explain breaks down recall; it does not go with --extraction")
@@ -832,6 +844,7 @@ func locomoCommand() *cobra.Command {
 			if *exactMax >= 0 {
 				p.exactMax = exactMax
 			}
+			p.candidates = *candidates
 			if *dataDir != "" {
 				if p.dataSHA256, err = fileSHA256(*data); err != nil {
 					fmt.Fprintf(stderr, "membus eval locomo: %v\n", err)

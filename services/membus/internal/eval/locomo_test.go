@@ -216,6 +216,8 @@ func TestEvalCmdFlags(t *testing.T) {
 		{"bad baseline", []string{"locomo", "--data", "x", "--baseline", "dense"}, "--baseline must be bm25"},
 		{"bad sync", []string{"locomo", "--data", "x", "--sync", "never"}, "--sync must be always or interval"},
 		{"auto embedder", []string{"locomo", "--data", "x", "--embedder", "auto"}, "must name an embedder"},
+		{"too many candidates", []string{"locomo", "--data", "x", "--recall-candidates", "201"}, "--recall-candidates must be between 1 and 200"},
+		{"negative candidates", []string{"locomo", "--data", "x", "--recall-candidates", "-1"}, "--recall-candidates must be between 1 and 200"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
