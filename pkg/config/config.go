@@ -51,6 +51,10 @@ type Config struct {
 	// RedactPatterns are extra comma-separated regular expressions whose matches are redacted
 	// before anything is stored (the built-in patterns always apply).
 	RedactPatterns string
+	// IngestWorkers are the fetch loops of one ingest process (2; 1–16): while one batch waits
+	// for its SQL commit another is written, so two store a session's turns in the order their
+	// batches commit; one stores them in the stream's order.
+	IngestWorkers int
 	// RecallScopes are the default recall scopes (comma-separated user, agent, archive; empty:
 	// all three).
 	RecallScopes string
@@ -99,6 +103,7 @@ func Defaults() Config {
 		IdleCommit:           formatDuration(DefaultIdleCommit),
 		RecallFusion:         contract.FusionWeighted,
 		RecallCandidates:     contract.DefaultRecallCandidates,
+		IngestWorkers:        2,
 		RateLimit:            DefaultRateLimit,
 		RateBurst:            DefaultRateBurst,
 		StreamReplicas:       1,
@@ -185,6 +190,7 @@ func (c *Config) fields() []field {
 		{key: "bypass_session_patterns", str: &c.BypassSessionPatterns, help: "comma-separated glob patterns of session ids never captured", doc: "comma-separated globs of session ids never captured"},
 		{key: "agent_prefix", str: &c.AgentPrefix, help: "prefix of OpenClaw agent ids (<prefix>_<id>)", doc: "prefix of OpenClaw agent ids (`<prefix>_<id>`)"},
 		{key: "redact_patterns", str: &c.RedactPatterns, help: "extra comma-separated regular expressions redacted before storing", doc: "extra comma-separated regular expressions redacted before storing"},
+		{key: "ingest_workers", n: &c.IngestWorkers, help: "fetch loops of one ingest process, 1-16 (1: a session's turns stored in the stream's order)", doc: "fetch loops of one ingest process, 1–16: two overlap one batch's SQL commit with the next; one stores each session's turns in the order they stand in the stream (`membus eval` runs one, so that its ingests repeat exactly)"},
 		{key: "recall_scopes", str: &c.RecallScopes, help: "default recall scopes, comma-separated user, agent, archive (empty: all three)", doc: "default recall scopes", def: "`user,agent,archive`"},
 		{key: "recall_fusion", str: &c.RecallFusion, help: `recall score fusion: "weighted" (0.7 dense + 0.3 keyword) or "rrf"`, doc: "`weighted` (0.7 dense + 0.3 keyword) or `rrf`"},
 		{key: "recall_decay", b: &c.RecallDecay, help: "temporal decay of recall scores (half-life 30 days, never below 0.5x)", doc: "temporal decay of recall scores (half-life 30 days)"},

@@ -177,6 +177,7 @@ func TestValidationErrorsNameTheKey(t *testing.T) {
 		{"insecure no auth on an empty host", map[string]string{"MEMBUS_INSECURE_NO_AUTH": "true", "MEMBUS_HTTP_ADDR": ":8080"}, "MEMBUS_INSECURE_NO_AUTH / --insecure-no-auth:"},
 		{"threshold too low", map[string]string{"MEMBUS_COMMIT_TOKEN_THRESHOLD": "1999"}, "MEMBUS_COMMIT_TOKEN_THRESHOLD / --commit-token-threshold: must be between 2000 and 200000, got 1999"},
 		{"threshold too high", map[string]string{"MEMBUS_COMMIT_TOKEN_THRESHOLD": "200001"}, "MEMBUS_COMMIT_TOKEN_THRESHOLD / --commit-token-threshold:"},
+		{"no ingest workers", map[string]string{"MEMBUS_INGEST_WORKERS": "0"}, "MEMBUS_INGEST_WORKERS / --ingest-workers: must be between 1 and 16, got 0"},
 		{"no recall candidates", map[string]string{"MEMBUS_RECALL_CANDIDATES": "0"}, "MEMBUS_RECALL_CANDIDATES / --recall-candidates: must be between 1 and 200, got 0"},
 		{"too many recall candidates", map[string]string{"MEMBUS_RECALL_CANDIDATES": "201"}, "MEMBUS_RECALL_CANDIDATES / --recall-candidates:"},
 		{"negative keep recent", map[string]string{"MEMBUS_KEEP_RECENT": "-1"}, "MEMBUS_KEEP_RECENT / --keep-recent:"},

@@ -175,6 +175,9 @@ func (c Config) Validate() error {
 	if !contract.ValidFusion(c.RecallFusion) {
 		bad("recall_fusion", "must be %q, %q or %q (evaluation only), got %q", contract.FusionWeighted, contract.FusionRRF, contract.FusionDense, c.RecallFusion)
 	}
+	if c.IngestWorkers < 1 || c.IngestWorkers > 16 {
+		bad("ingest_workers", "must be between 1 and 16, got %d", c.IngestWorkers)
+	}
 	if c.RecallCandidates < 1 || c.RecallCandidates > contract.MaxRecallCandidates {
 		bad("recall_candidates", "must be between 1 and %d, got %d", contract.MaxRecallCandidates, c.RecallCandidates)
 	}

@@ -1,9 +1,11 @@
 package ingest_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -262,6 +264,37 @@ func TestSkips(t *testing.T) {
 		}
 		if l := h.dlq(); len(l) != 0 {
 			t.Errorf("dead letters: %+v", l)
+		}
+	})
+}
+
+// TestOneWorkerStoresInStreamOrder: with one fetch loop a session's messages get their seq in
+// the order their events stand in the stream, which a client publishing turn by turn makes the
+// order they were said (membus eval runs ingest so: its ingests repeat exactly). Two loops
+// store whichever batch commits first, so seq is only the storage order (SPEC §5).
+func TestOneWorkerStoresInStreamOrder(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, st *store.Store) {
+		h := newHarness(t, st)
+		const n = 240
+		for i := range n {
+			id := fmt.Sprintf("m%03d", i)
+			ev := event("s-stream", "e-"+id, msg(id, 0, "user", "turn "+id, baseTime.Add(time.Duration(i)*time.Second)))
+			h.publish(ev, deliveryID(ev, 0))
+		}
+		cfg := ingest.Defaults()
+		cfg.Workers, cfg.Batch = 1, 8 // a backlog of 30 batches
+		h.start(cfg)
+		h.settled(60 * time.Second)
+
+		msgs := h.history("acme", "s-stream")
+		if len(msgs) != n {
+			t.Fatalf("%d messages stored, want %d", len(msgs), n)
+		}
+		slices.SortFunc(msgs, func(a, b store.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+		for i, m := range msgs {
+			if want := fmt.Sprintf("m%03d", i); m.MessageID != want {
+				t.Fatalf("seq %d holds %s, want %s: stored out of the stream's order", m.Seq, m.MessageID, want)
+			}
 		}
 	})
 }

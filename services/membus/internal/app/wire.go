@@ -72,6 +72,7 @@ func ingestConfig(c config.Config) ingest.Config {
 	cfg.AgentPrefix = c.AgentPrefix
 	cfg.RedactPatterns = config.SplitList(c.RedactPatterns)
 	cfg.IdleCommit = c.IdleCommitDuration()
+	cfg.Workers = c.IngestWorkers
 	return cfg
 }
 
