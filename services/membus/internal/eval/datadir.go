@@ -16,9 +16,9 @@ import (
 	"github.com/membus/membus/services/membus/internal/app"
 )
 
-// `membus eval locomo --data-dir DIR`: ingest once, recall many times. Ingest and extraction
-// are not bit-for-bit repeatable, so two binaries' ranking compared on two fresh ingests carries
-// the ingest's noise too; on one kept data dir it does not. The first run ingests into DIR (the
+// `membus eval locomo --data-dir DIR`: ingest once, recall many times, to compare two binaries'
+// ranking without paying for the ingest again (an old binary's ingest, with two ingest fetch
+// loops, was not repeatable either; the eval runs one since 7e96d88). The first run ingests into DIR (the
 // embedded backend's SQLite, JetStream and vector index) and writes a manifest last; a run that
 // finds the manifest checks it against its own inputs and only recalls.
 
