@@ -178,8 +178,8 @@ func (c Config) Validate() error {
 	if c.IngestWorkers < 1 || c.IngestWorkers > 16 {
 		bad("ingest_workers", "must be between 1 and 16, got %d", c.IngestWorkers)
 	}
-	if c.RecallCandidates < 1 || c.RecallCandidates > contract.MaxRecallCandidates {
-		bad("recall_candidates", "must be between 1 and %d, got %d", contract.MaxRecallCandidates, c.RecallCandidates)
+	if err := contract.CheckRecallCandidates(c.RecallCandidates); err != nil {
+		bad("recall_candidates", "%v", err)
 	}
 	if err := CheckRateLimit(float64(c.RateLimit)); err != nil {
 		bad("rate_limit", "%v", err)

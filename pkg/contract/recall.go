@@ -1,6 +1,9 @@
 package contract
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Recall scopes / target types.
 const (
@@ -28,6 +31,15 @@ const (
 	DefaultRecallCandidates = 24
 	MaxRecallCandidates     = 200
 )
+
+// CheckRecallCandidates is the rule of a candidates-a-side setting; the configuration and the
+// eval and bench flags apply it, and the error names no key: the caller does.
+func CheckRecallCandidates(n int) error {
+	if n < 1 || n > MaxRecallCandidates {
+		return fmt.Errorf("must be between 1 and %d, got %d", MaxRecallCandidates, n)
+	}
+	return nil
+}
 
 // ValidFusion reports whether s is a fusion method.
 func ValidFusion(s string) bool { return s == FusionWeighted || s == FusionRRF || s == FusionDense }

@@ -73,9 +73,11 @@ func benchRecallCmd() *cobra.Command {
 			}
 			defer stopProfile()
 			p := recallParams{count: *count, warmup: *warmup, restart: *restart, embedder: *embedder, candidates: *candidates, notes: stderr}
-			if p.candidates < 0 || p.candidates > contract.MaxRecallCandidates {
-				fmt.Fprintf(stderr, "membus bench recall: --recall-candidates must be between 1 and %d (0: the default), got %d\n", contract.MaxRecallCandidates, p.candidates)
-				return 2
+			if p.candidates != 0 {
+				if err := contract.CheckRecallCandidates(p.candidates); err != nil {
+					fmt.Fprintf(stderr, "membus bench recall: --recall-candidates %v (0: the default)\n", err)
+					return 2
+				}
 			}
 			if p.embedder != "hash" && p.embedder != "onnx" {
 				fmt.Fprintf(stderr, "membus bench recall: --embedder must be hash or onnx, got %q\n", p.embedder)

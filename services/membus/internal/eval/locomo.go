@@ -800,8 +800,8 @@ func locomoCommand() *cobra.Command {
 			case *limitConvs < 0:
 				fmt.Fprintln(stderr, "membus eval locomo: --limit-conversations must be ≥ 0")
 				return 2
-			case *candidates < 0 || *candidates > contract.MaxRecallCandidates:
-				fmt.Fprintf(stderr, "membus eval locomo: --recall-candidates must be between 1 and %d (0: the default), got %d\n", contract.MaxRecallCandidates, *candidates)
+			case *candidates != 0 && contract.CheckRecallCandidates(*candidates) != nil:
+				fmt.Fprintf(stderr, "membus eval locomo: --recall-candidates %v (0: the default)\n", contract.CheckRecallCandidates(*candidates))
 				return 2
 			case *extraction && *explain:
 				fmt.Fprintln(stderr, "membus eval locomo: --explain breaks down recall; it does not go with --extraction")
