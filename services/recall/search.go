@@ -334,6 +334,7 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 		penaliseQuestions(cands)
 		if learned(s.d.Embedder) {
 			addDenseAfterLift(cands)
+			addSpecifics(cands, query)
 		}
 	}
 	if s.cfg.Decay {

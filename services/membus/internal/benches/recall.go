@@ -190,8 +190,14 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 	for i := range qs {
 		// Every query names someone, as the seeded memories do: recall then moves the query's
 		// vector away from the name's (services/recall/query.go), the path a real question takes;
-		// each of the ten names is embedded once, then cached.
-		qs[i] = "what does " + strings.Title(recallWords[queries.IntN(10)]) + " " + recallSentence(queries, 3) //nolint:staticcheck // ASCII words
+		// each of the ten names is embedded once, then cached. Every other one asks "which …",
+		// a list question, whose candidates recall also scans for the names they hold
+		// (services/recall/specifics.go).
+		name := strings.Title(recallWords[queries.IntN(10)]) //nolint:staticcheck // ASCII words
+		qs[i] = "what does " + name + " " + recallSentence(queries, 3)
+		if i%2 == 1 {
+			qs[i] = "which " + recallSentence(queries, 1) + " has " + name + " " + recallSentence(queries, 2)
+		}
 	}
 	subject := env.Names.RPC(account, "recall")
 	op := func(ctx context.Context, i int) (int, error) {
