@@ -21,15 +21,22 @@ var vectorTexts = []string{
 	"",
 }
 
+// vectorTolerance is how far a component may lie from the recorded one. ONNX Runtime picks its
+// int8 kernels for the CPU it runs on, and they round differently: on an AMD EPYC with AVX2
+// only, e5-small-v2's vector of the long text, one text per call, differs from the recorded
+// one by up to 1.02e-4 (all-MiniLM-L6-v2's vectors by 7e-8), so the earlier 1e-4 failed there
+// on every run.
+const vectorTolerance = 1e-3
+
 type recordedVectors struct {
 	Model string      `json:"model"`
 	Query [][]float32 `json:"query"` // EmbedQuery, one text per call
 	Batch [][]float32 `json:"batch"` // Embed, all texts in one call
 }
 
-// TestONNXVectorsUnchanged: the vectors match those recorded in testdata (within 1e-4 per
-// component) for the model under test, one text per call and batched: a change to the
-// run path (threads, tensors, pooling) must not change what the model returns.
+// TestONNXVectorsUnchanged: the vectors match those recorded in testdata (within
+// vectorTolerance per component) for the model under test, one text per call and batched: a
+// change to the run path (threads, tensors, pooling) must not change what the model returns.
 // MEMBUS_RECORD_VECTORS=1 records them anew. The default model (e5-small-v2, an asymmetric
 // one: its query side has a prompt) and all-MiniLM-L6-v2 (the default before it) are both
 // checked.
@@ -92,7 +99,7 @@ func checkRecordedVectors(t *testing.T, e *Embedder) {
 				t.Fatalf("%s %q: dim %d, recorded %d", c.name, vectorTexts[i], len(c.got[i]), len(c.want[i]))
 			}
 			for k := range c.got[i] {
-				if d := math.Abs(float64(c.got[i][k] - c.want[i][k])); d > 1e-4 {
+				if d := math.Abs(float64(c.got[i][k] - c.want[i][k])); d > vectorTolerance {
 					t.Errorf("%s %q dim %d = %.6f, recorded %.6f", c.name, vectorTexts[i], k, c.got[i][k], c.want[i][k])
 					break
 				}
