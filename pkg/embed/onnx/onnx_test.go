@@ -512,3 +512,31 @@ func TestDirModel(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkEmbedQuery embeds one question at a time, as recall does, with the default model and
+// with each model directory MEMBUS_BENCH_MODEL_DIRS lists (colon-separated), in one run so their
+// times compare on a shared machine (README "Recall quality", issue 18's sub-query round).
+func BenchmarkEmbedQuery(b *testing.B) {
+	dirs := []string{modelDir(b)}
+	if extra := os.Getenv("MEMBUS_BENCH_MODEL_DIRS"); extra != "" {
+		dirs = append(dirs, strings.Split(extra, ":")...)
+	}
+	questions := []string{"What did Caroline research about adoption agencies last week?", "Which city did Melanie visit with her kids?"}
+	for _, dir := range dirs {
+		e, err := New(dir)
+		if err != nil {
+			b.Fatalf("%s: %v", dir, err)
+		}
+		b.Run(strings.TrimPrefix(e.Model(), "onnx:"), func(b *testing.B) {
+			ctx := context.Background()
+			for i := 0; b.Loop(); i++ {
+				if _, err := e.EmbedQuery(ctx, questions[i%2:i%2+1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		if err := e.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
