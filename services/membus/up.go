@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -94,12 +95,15 @@ func up(cfg config.Config, stdout, stderr io.Writer) int {
 	if err := lock.Record(cfg.HTTPAddr, env.NATSURL); err != nil {
 		logger.Warn("the data dir lock file does not name the addresses", "err", err)
 	}
-	fmt.Fprintf(stdout, "membus is up in %d ms (pid %d)\n", time.Since(start).Milliseconds(), os.Getpid())
+	// The ready block goes out in one write: whoever waits for "membus is up" (a script, a
+	// supervisor, the system tests) reads the addresses and the plugin's line with it.
+	var ready strings.Builder
+	fmt.Fprintf(&ready, "membus is up in %d ms (pid %d)\n", time.Since(start).Milliseconds(), os.Getpid())
 	scheme := "http"
 	if env.TLS != nil {
 		scheme = "https"
 	}
-	fmt.Fprintf(stdout, "  HTTP API:  %s://%s\n", scheme, cfg.HTTPAddr)
+	fmt.Fprintf(&ready, "  HTTP API:  %s://%s\n", scheme, cfg.HTTPAddr)
 	// Over TLS the plugin must trust the server's certificate: tls_ca when one signed it, else
 	// the certificate itself (self-signed).
 	tlsCA := ""
@@ -111,15 +115,16 @@ func up(cfg config.Config, stdout, stderr io.Writer) int {
 		if tlsCA != "" {
 			tlsEnv = " MEMBUS_NATS_TLS_CA=" + tlsCA
 		}
-		fmt.Fprintf(stdout, "  plugin:    MEMBUS_NATS_URL=%s%s MEMBUS_NATS_TOKEN=%s (--nats-auth token: every holder of the token reads every tenant; development only)\n", env.NATSURL, tlsEnv, env.Config.NATSToken)
+		fmt.Fprintf(&ready, "  plugin:    MEMBUS_NATS_URL=%s%s MEMBUS_NATS_TOKEN=%s (--nats-auth token: every holder of the token reads every tenant; development only)\n", env.NATSURL, tlsEnv, env.Config.NATSToken)
 	} else {
 		tlsFlag := ""
 		if tlsCA != "" {
 			tlsFlag = " --nats-tls-ca " + tlsCA
 		}
-		fmt.Fprintf(stdout, "  plugin:    openclaw membus setup --nats-url %s%s --api-key \"$(membus keys create --account default --role admin --name openclaw)\"\n", env.NATSURL, tlsFlag)
+		fmt.Fprintf(&ready, "  plugin:    openclaw membus setup --nats-url %s%s --api-key \"$(membus keys create --account default --role admin --name openclaw)\"\n", env.NATSURL, tlsFlag)
 	}
-	fmt.Fprintf(stdout, "  data dir:  %s\n", cfg.DataDir)
+	fmt.Fprintf(&ready, "  data dir:  %s\n", cfg.DataDir)
+	_, _ = io.WriteString(stdout, ready.String()) // stdout gone: nothing to tell, membus runs on
 	if err := <-done; err != nil {
 		logger.Error("membus stopped with an error", "err", err)
 		return 1
