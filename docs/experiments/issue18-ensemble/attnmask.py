@@ -5,6 +5,10 @@ same tokens: the question, and once per person with the other person's name (and
 variant, "both" and "and") masked out of the attention and of the pooling, so the model reads
 "What animal do Nate like?" without a second tokenisation or any padding. Each candidate +
 g × (the better person's scaled e5 cosine − the question's), as subqueries.py's second screen.
+And names-blind by attention mask: every question with a capitalised word after its first (as
+recall's queryNames) runs once with those words masked out, in place of the question (no second
+row, no second run); + g × (that vector's scaled cosine − the trace's dense part, which is the
+cosine recall uses now: the question moved away from the names' own vectors).
 Also: the batch's time against the question's alone (ONNX Runtime as recall runs it: two
 intra-op threads, no spinning), on each of those questions.
 
@@ -83,6 +87,34 @@ def features():
     return out
 
 
+NAMES = re.compile(r"\b[A-Z][a-z]+\b")
+
+
+def names_blind():
+    cache = f'{S.CACHE}/attnmask-blind-e5.json'
+    if os.path.exists(cache):
+        return json.load(open(cache))
+    embed, qp, pp, shift, scale = S.embedder('e5')
+    sess, tok = session(1)
+    allP, at = candidate_vectors(embed, pp)
+    out = []
+    for line in S.lines:
+        row = {}
+        rest = line['question'].split(None, 1)
+        names = NAMES.findall(rest[1]) if len(rest) > 1 else []
+        if names:
+            ents = [e for e in line['trace'] if S.cand_text(line['conv'], e)]
+            P = allP[[at[S.cand_text(line['conv'], e)] for e in ents]]
+            feed = feed_for(tok, sess, qp + line['question'], [names])
+            feed = {k: v[1:] for k, v in feed.items()}  # the masked row alone: a batch of one
+            v = vectors(sess, feed)[0]
+            c = np.clip((P @ v - shift) * scale, 0, 1)
+            row = {e['id']: float(c[i] - e['parts']['dense']) for i, e in enumerate(ents)}
+        out.append(row)
+    json.dump(out, open(cache, 'w'))
+    return out
+
+
 def timing(rounds=20):
     """Median ms of the question alone and of its three-row batch, over the two-person questions."""
     sess, tok = session(2)
@@ -110,5 +142,11 @@ if __name__ == '__main__':
             S.report(f'  + {g}', S.table(S.ALL, S.added(extra, g)))
         by, picks = held_out(extra, grid=(0.0, 0.4, 0.6, 0.8, 1.0))
         S.report(f'  held-out (picks {picks})', by)
+    extra = names_blind()
+    print(f'names-blind by attention mask: {sum(1 for r in extra if r)} questions')
+    for g in (0.1, 0.2, 0.3, 0.5, 0.7):
+        S.report(f'  + {g}', S.table(S.ALL, S.added(extra, g)))
+    by, picks = held_out(extra, grid=(0.0, 0.1, 0.2, 0.3, 0.5, 0.7))
+    S.report(f'  held-out (picks {picks})', by)
     a, b = timing()
     print(f'the question alone {a:.2f} ms, its three-row batch {b:.2f} ms ({b / a:.2f}x)')
