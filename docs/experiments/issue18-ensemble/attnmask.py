@@ -63,35 +63,11 @@ def vectors(sess, feed):
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def features():
-    cache = f'{S.CACHE}/attnmask-e5.json'
-    if os.path.exists(cache):
-        return json.load(open(cache))
-    embed, qp, pp, shift, scale = S.embedder('e5')
-    sess, tok = session(1)
-    allP, at = candidate_vectors(embed, pp)
-    out = {v: [] for v in VARIANTS}
-    for line in S.lines:
-        names = named(line)
-        for variant, drop in VARIANTS.items():
-            row = {}
-            if len(names) >= 2:
-                ents = [e for e in line['trace'] if S.cand_text(line['conv'], e)]
-                P = allP[[at[S.cand_text(line['conv'], e)] for e in ents]]
-                text = qp + line['question']
-                V = vectors(sess, feed_for(tok, sess, text, [drop(names[1]), drop(names[0])]))
-                C = np.clip((P @ V.T - shift) * scale, 0, 1)
-                row = {e['id']: float(max(C[i, 1], C[i, 2]) - C[i, 0]) for i, e in enumerate(ents)}
-            out[variant].append(row)
-    json.dump(out, open(cache, 'w'))
-    return out
-
-
-NAMES = re.compile(r"\b[A-Z][a-z]+\b")
-
-
-def names_blind():
-    cache = f'{S.CACHE}/attnmask-blind-e5.json'
+def each_question(cache_name, value):
+    """value(line, text, sess, tok, ents, scaled) for every question: a row (candidate id ->
+    float, or empty), ents the trace's candidates and scaled(V) their scaled e5 cosines with
+    each row of V. The rows, cached."""
+    cache = f'{S.CACHE}/{cache_name}.json'
     if os.path.exists(cache):
         return json.load(open(cache))
     embed, qp, pp, shift, scale = S.embedder('e5')
@@ -99,20 +75,37 @@ def names_blind():
     allP, at = candidate_vectors(embed, pp)
     out = []
     for line in S.lines:
-        row = {}
-        rest = line['question'].split(None, 1)
-        names = NAMES.findall(rest[1]) if len(rest) > 1 else []
-        if names:
-            ents = [e for e in line['trace'] if S.cand_text(line['conv'], e)]
-            P = allP[[at[S.cand_text(line['conv'], e)] for e in ents]]
-            feed = feed_for(tok, sess, qp + line['question'], [names])
-            feed = {k: v[1:] for k, v in feed.items()}  # the masked row alone: a batch of one
-            v = vectors(sess, feed)[0]
-            c = np.clip((P @ v - shift) * scale, 0, 1)
-            row = {e['id']: float(c[i] - e['parts']['dense']) for i, e in enumerate(ents)}
-        out.append(row)
+        ents = [e for e in line['trace'] if S.cand_text(line['conv'], e)]
+        P = allP[[at[S.cand_text(line['conv'], e)] for e in ents]]
+        out.append(value(line, qp + line['question'], sess, tok, ents,
+                         lambda V, P=P: np.clip((P @ np.atleast_2d(V).T - shift) * scale, 0, 1)))
     json.dump(out, open(cache, 'w'))
     return out
+
+
+def per_person(drop):
+    """The better person's row's cosine less the question row's, on questions naming two speakers."""
+    def value(line, text, sess, tok, ents, scaled):
+        names = named(line)
+        if len(names) < 2:
+            return {}
+        C = scaled(vectors(sess, feed_for(tok, sess, text, [drop(names[1]), drop(names[0])])))
+        return {e['id']: float(max(C[i, 1], C[i, 2]) - C[i, 0]) for i, e in enumerate(ents)}
+    return value
+
+
+NAMES = re.compile(r"\b[A-Z][a-z]+\b")
+
+
+def names_blind(line, text, sess, tok, ents, scaled):
+    """The names-masked row's cosine (a batch of one) less the trace's dense part."""
+    rest = line['question'].split(None, 1)
+    names = NAMES.findall(rest[1]) if len(rest) > 1 else []
+    if not names:
+        return {}
+    feed = {k: v[1:] for k, v in feed_for(tok, sess, text, [names]).items()}
+    c = scaled(vectors(sess, feed))[:, 0]
+    return {e['id']: float(c[i] - e['parts']['dense']) for i, e in enumerate(ents)}
 
 
 def timing(rounds=20):
@@ -136,13 +129,14 @@ def timing(rounds=20):
 
 if __name__ == '__main__':
     S.report('recall (the trace reproduced)', S.table(S.ALL, lambda qi: None))
-    for variant, extra in features().items():
+    for i, (variant, drop) in enumerate(VARIANTS.items()):
+        extra = each_question(f'attnmask-person{i}-e5', per_person(drop))
         print(f'masking {variant}: {sum(1 for r in extra if r)} questions')
         for g in (0.4, 0.6, 0.8, 1.0):
             S.report(f'  + {g}', S.table(S.ALL, S.added(extra, g)))
         by, picks = held_out(extra, grid=(0.0, 0.4, 0.6, 0.8, 1.0))
         S.report(f'  held-out (picks {picks})', by)
-    extra = names_blind()
+    extra = each_question('attnmask-blind-e5', names_blind)
     print(f'names-blind by attention mask: {sum(1 for r in extra if r)} questions')
     for g in (0.1, 0.2, 0.3, 0.5, 0.7):
         S.report(f'  + {g}', S.table(S.ALL, S.added(extra, g)))
