@@ -91,3 +91,18 @@ func Cosine(a, b []float32) float32 {
 	}
 	return float32(dot / (math.Sqrt(na) * math.Sqrt(nb)))
 }
+
+// Normalize scales v to unit length in place (a zero vector stays as it is).
+func Normalize(v []float32) {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		return
+	}
+	inv := float32(1 / math.Sqrt(s))
+	for i := range v {
+		v[i] *= inv
+	}
+}

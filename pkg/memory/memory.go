@@ -95,11 +95,21 @@ func ArchiveMessageID(account, session, messageID string) string {
 // ArchiveMessageText is the indexed text of an archived message, "Name: content" so the
 // speaker is searchable (the role when the message has no name).
 func ArchiveMessageText(role, name, content string) string {
-	who := name
-	if who == "" {
-		who = role
+	return Speaker(role, name) + ": " + content
+}
+
+// Speaker is who said a message: its name, else its role.
+func Speaker(role, name string) string {
+	if name == "" {
+		return role
 	}
-	return who + ": " + content
+	return name
+}
+
+// ContextID is the index id of the session-context point of one speaker in one archive
+// (projection.ContextPoints).
+func ContextID(account, session, archive, speaker string) string {
+	return uuid.NewSHA1(namespace, []byte(strings.Join([]string{"context", account, session, archive, speaker}, "\x1f"))).String()
 }
 
 // ContentHash is the hash of the normalised text (exact-duplicate detection).

@@ -22,10 +22,11 @@ func TestDropErased(t *testing.T) {
 			pts = append(pts, mem)
 			for _, session := range []string{"s1", "s2"} {
 				a := store.Archive{ID: "arc-" + session, AccountID: "acme", UserID: user, SessionID: session}
-				for _, p := range ArchivePoints(a, []store.Message{{MessageID: user + "-" + session, Role: "user", Content: "hello from " + session, ArchiveID: a.ID, CreatedAt: time.Now()}}) {
-					p.Vector = vec
-					pts = append(pts, p)
+				arch := ArchivePoints(a, []store.Message{{MessageID: user + "-" + session, Role: "user", Content: "hello from " + session, ArchiveID: a.ID, CreatedAt: time.Now()}})
+				for i := range arch {
+					arch[i].Vector = vec
 				}
+				pts = append(append(pts, arch...), ContextPoints(arch)...)
 			}
 		}
 		return pts
@@ -46,10 +47,10 @@ func TestDropErased(t *testing.T) {
 		name, session string
 		alice, bob    []string
 	}{
-		{"one session: its archived messages go, memories stay (memory_deleted drops those)", "s1",
-			[]string{"archive:s2", "memory:"}, []string{"archive:s1", "archive:s2", "memory:"}},
+		{"one session: its archived messages and their context go, memories stay (memory_deleted drops those)", "s1",
+			[]string{"archive:s2", "context:s2", "memory:"}, []string{"archive:s1", "archive:s2", "context:s1", "context:s2", "memory:"}},
 		{"the whole user: every point of theirs goes", "",
-			nil, []string{"archive:s1", "archive:s2", "memory:"}},
+			nil, []string{"archive:s1", "archive:s2", "context:s1", "context:s2", "memory:"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -173,7 +173,8 @@ func (f *Follower) apply(ctx context.Context, data []byte) error {
 }
 
 // DropErased deletes from an index every point of an erased user, or, for one erased session,
-// the points of its archived messages (its memories have memory_deleted events of their own),
+// the points of its archived messages and its session context (its memories have
+// memory_deleted events of their own),
 // then compacts the user's partition of an index that keeps deleted points in its files
 // (vector.Compactor), so nothing erased stays readable there.
 func DropErased(ctx context.Context, v vector.Store, account, user, session string) error {
@@ -189,7 +190,7 @@ func DropErased(ctx context.Context, v vector.Store, account, user, session stri
 func dropErased(ctx context.Context, v vector.Store, account, user, session string) error {
 	f := vector.Filter{AccountID: account, UserID: user}
 	if session != "" {
-		f.Kinds = []string{contract.KindArchive}
+		f.Kinds = []string{contract.KindArchive, KindContext}
 	}
 	var ids []string
 	for after := ""; ; {

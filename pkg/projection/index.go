@@ -18,8 +18,9 @@ type Deps struct {
 }
 
 // IndexArchive brings the index up to date with one archive whose memories are written
-// (state extracted or later): its active memories and one point per archived message
-// (embedded now: archived messages keep no embedding in SQL) upserted in one write — one
+// (state extracted or later): its active memories, one point per archived message
+// (embedded now: archived messages keep no embedding in SQL) and one session-context point
+// per speaker (ContextPoints) upserted in one write — one
 // fsync of a local index's log, one request to Qdrant — and then the memories they
 // superseded deleted (write-then-delete: recall filters superseded rows by their SQL state
 // meanwhile). Every point id is deterministic, so running it again changes nothing.
@@ -46,6 +47,7 @@ func IndexArchive(ctx context.Context, d Deps, a store.Archive) error {
 		ids = append(ids, m.ID)
 	}
 	pts = append(pts, mpts...)
+	pts = append(pts, ContextPoints(mpts)...)
 	if len(pts) > 0 {
 		if err := d.Vectors.Upsert(ctx, d.Embedder.Model(), pts); err != nil {
 			return fmt.Errorf("upsert vectors: %w", err)

@@ -45,7 +45,8 @@ func MemoryPoint(m store.Memory) vector.Point {
 // message of msgs that belongs to a and has text (system messages excepted), kind and scope
 // "archive", the id memory.ArchiveMessageID, the text "Role/name: content" (indexing adds the
 // previous turn's on a second line: withPreviousTurn). The payload names
-// the message (session, message id, seq, archive) so recall can check it against SQL.
+// the message (session, message id, seq, archive) so recall can check it against SQL, and its
+// speaker (the name, else the role) for the session context (ContextPoints).
 func ArchivePoints(a store.Archive, msgs []store.Message) []vector.Point {
 	pts := make([]vector.Point, 0, len(msgs))
 	for _, m := range msgs {
@@ -65,7 +66,8 @@ func archivePoint(account, user, agent, session, archive string, m store.Message
 	return vector.Point{
 		ID: memory.ArchiveMessageID(account, session, m.MessageID), AccountID: account, UserID: user, AgentID: agent,
 		Scope: contract.ScopeArchive, Kind: contract.KindArchive, Category: m.Role, Text: text, CreatedAt: m.CreatedAt,
-		Payload: map[string]string{"session_id": session, "message_id": m.MessageID, "archive_id": archive, "seq": strconv.FormatInt(m.Seq, 10)},
+		Payload: map[string]string{"session_id": session, "message_id": m.MessageID, "archive_id": archive, "seq": strconv.FormatInt(m.Seq, 10),
+			"speaker": memory.Speaker(m.Role, m.Name)},
 	}
 }
 

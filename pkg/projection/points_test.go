@@ -3,6 +3,7 @@ package projection
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -30,10 +31,10 @@ func TestArchivePoints(t *testing.T) {
 	}
 	p := pts[0]
 	if p.ID != memory.ArchiveMessageID("acme", "s1", "m1") || p.Kind != contract.KindArchive || p.Scope != contract.ScopeArchive ||
-		p.Text != "Caroline: I went hiking." || p.UserID != "alice" || p.Payload["message_id"] != "m1" || p.Payload["seq"] != "1" || p.Payload["archive_id"] != "a1" {
+		p.Text != "Caroline: I went hiking." || p.UserID != "alice" || p.Payload["message_id"] != "m1" || p.Payload["seq"] != "1" || p.Payload["archive_id"] != "a1" || p.Payload["speaker"] != "Caroline" {
 		t.Fatalf("point %+v", p)
 	}
-	if pts[1].Text != "assistant: Where?" {
+	if pts[1].Text != "assistant: Where?" || pts[1].Payload["speaker"] != "assistant" {
 		t.Fatalf("unnamed message text %q, want the role as speaker", pts[1].Text)
 	}
 	if memory.ArchiveMessageID("acme", "s1", "m1") == memory.ArchiveMessageID("acme", "s2", "m1") {
@@ -129,5 +130,64 @@ func TestEmbedArchivePoints(t *testing.T) {
 	}
 	if pts[1].Text != "Caroline: A sunset.\nMelanie: What did you paint?" {
 		t.Fatalf("keyword text %q, want the message then the turn before", pts[1].Text)
+	}
+}
+
+// Each speaker of each archive gets one context point: the unit mean of their messages' vectors.
+func TestContextPoints(t *testing.T) {
+	a := store.Archive{ID: "a1", AccountID: "acme", SessionID: "s1", UserID: "alice", AgentID: "main"}
+	b := store.Archive{ID: "a2", AccountID: "acme", SessionID: "s1", UserID: "alice", AgentID: "main"}
+	pts := append(ArchivePoints(a, []store.Message{
+		{Seq: 1, MessageID: "m1", Role: contract.RoleUser, Name: "Caroline", Content: "I went hiking.", ArchiveID: "a1"},
+		{Seq: 2, MessageID: "m2", Role: contract.RoleAssistant, Content: "Where?", ArchiveID: "a1"},
+		{Seq: 3, MessageID: "m3", Role: contract.RoleUser, Name: "Caroline", Content: "In the hills.", ArchiveID: "a1"},
+	}), ArchivePoints(b, []store.Message{
+		{Seq: 4, MessageID: "m4", Role: contract.RoleUser, Name: "Caroline", Content: "Back home.", ArchiveID: "a2"},
+	})...)
+	withVectors := func(vs ...[]float32) []vector.Point {
+		out := slices.Clone(pts)
+		for i := range out {
+			out[i].Vector = vs[i]
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		pts  []vector.Point
+		want map[string][]float32 // speaker@archive -> vector
+	}{
+		{"the unit mean of a speaker's vectors, per archive", withVectors([]float32{1, 0}, []float32{0, 1}, []float32{1, 0}, []float32{0, 2}),
+			map[string][]float32{"Caroline@a1": {1, 0}, "assistant@a1": {0, 1}, "Caroline@a2": {0, 1}}},
+		{"two directions average", withVectors([]float32{3, 0}, []float32{0, 1}, []float32{0, 3}, []float32{1, 0}),
+			map[string][]float32{"Caroline@a1": {float32(math.Sqrt(0.5)), float32(math.Sqrt(0.5))}, "assistant@a1": {0, 1}, "Caroline@a2": {1, 0}}},
+		{"not embedded yet: ids without vectors", pts,
+			map[string][]float32{"Caroline@a1": nil, "assistant@a1": nil, "Caroline@a2": nil}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := ContextPoints(c.pts)
+			if len(got) != len(c.want) {
+				t.Fatalf("%d context points, want %d", len(got), len(c.want))
+			}
+			for _, p := range got {
+				k := p.Payload["speaker"] + "@" + p.Payload["archive_id"]
+				want, ok := c.want[k]
+				if !ok {
+					t.Fatalf("unexpected context point %s", k)
+				}
+				if p.ID != memory.ContextID("acme", "s1", p.Payload["archive_id"], p.Payload["speaker"]) || p.Scope != ScopeContext ||
+					p.Kind != KindContext || p.Text != "" || p.UserID != "alice" || p.Payload["session_id"] != "s1" {
+					t.Fatalf("context point %+v", p)
+				}
+				if len(want) != len(p.Vector) {
+					t.Fatalf("%s vector %v, want %v", k, p.Vector, want)
+				}
+				for i := range want {
+					if math.Abs(float64(want[i]-p.Vector[i])) > 1e-6 {
+						t.Fatalf("%s vector %v, want %v", k, p.Vector, want)
+					}
+				}
+			}
+		})
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 // Reconcile rebuilds a local index from SQL when their contents disagree: the active memories
 // with a stored embedding of the index's model, plus one archive point per archived message of
-// every indexed archive (recall's raw-history target). Archived messages keep no embedding in
+// every indexed archive (recall's raw-history target) and their session-context points. Archived messages keep no embedding in
 // SQL: their ids are derived from SQL to compare, and they are re-embedded only when a rebuild
 // is needed. Messages whose session was erased are gone from SQL, so they never come back.
 func Reconcile(ctx context.Context, d Deps, v *vector.Local, log *slog.Logger) error {
@@ -57,6 +57,9 @@ func Reconcile(ctx context.Context, d Deps, v *vector.Local, log *slog.Logger) e
 	for _, p := range msgs {
 		ids = append(ids, p.ID)
 	}
+	for _, p := range ContextPoints(msgs) {
+		ids = append(ids, p.ID)
+	}
 	n, sum, err := v.Digest(ctx, "")
 	if err != nil {
 		return err
@@ -76,5 +79,6 @@ func Reconcile(ctx context.Context, d Deps, v *vector.Local, log *slog.Logger) e
 	if err := embedArchivePoints(ctx, d.Embedder, msgs); err != nil {
 		return fmt.Errorf("re-embed archived messages: %w", err)
 	}
-	return v.Rebuild(ctx, append(pts, msgs...))
+	pts = append(pts, msgs...)
+	return v.Rebuild(ctx, append(pts, ContextPoints(msgs)...))
 }

@@ -75,8 +75,8 @@ func BenchmarkRecallRows(b *testing.B) {
 	}
 }
 
-// BenchmarkMessageSeqs is recall's placing of its memory candidates: 60 of 10,000 messages.
-func BenchmarkMessageSeqs(b *testing.B) {
+// BenchmarkMessagePlaces is recall's placing of its memory candidates: 60 of 10,000 messages.
+func BenchmarkMessagePlaces(b *testing.B) {
 	s, _, srcs := seedRecallReads(b, 10000)
 	r := rand.New(rand.NewPCG(1, 2))
 	ctx := context.Background()
@@ -86,7 +86,7 @@ func BenchmarkMessageSeqs(b *testing.B) {
 		for i := range pick {
 			pick[i] = srcs[r.IntN(len(srcs))]
 		}
-		if _, err := s.MessageSeqs(ctx, "acme", pick); err != nil {
+		if _, err := s.MessagePlaces(ctx, "acme", pick); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -46,8 +46,8 @@ func refSearch(all []vector.Point, f vector.Filter, q []float32, query string, k
 		}
 		return min(max(dot/(vn*qn), 0), 1)
 	}
-	// BM25 over the whole partition's statistics.
-	n := float64(len(all))
+	// BM25 over the whole partition's statistics; a point without a term is no document.
+	n := 0.0
 	df := map[string]int{}
 	tfs := make([]map[string]int, len(all))
 	lens := make([]int, len(all))
@@ -60,6 +60,9 @@ func refSearch(all []vector.Point, f vector.Filter, q []float32, query string, k
 		}
 		for t := range tfs[i] {
 			df[t]++
+		}
+		if lens[i] > 0 {
+			n++
 		}
 		total += lens[i]
 	}
@@ -155,6 +158,9 @@ func randomPoint(r *rand.Rand, acct, user string, dim int) vector.Point {
 	p := vector.Point{ID: uuid.NewString(), AccountID: acct, UserID: user, AgentID: []string{"", "a1", "a2"}[r.IntN(3)],
 		Scope: []string{"user", "agent", "archive"}[r.IntN(3)], Kind: []string{"memory", "archive"}[r.IntN(2)],
 		Category: []string{"fact", "preference", "event"}[r.IntN(3)], Text: strings.Join(words, " "), Vector: v}
+	if r.IntN(8) == 0 { // no text, as a session-context point: it takes no part in BM25
+		p.Text = ""
+	}
 	if r.IntN(3) == 0 {
 		p.Payload = map[string]string{"seq": fmt.Sprint(r.IntN(100))}
 	}
@@ -379,6 +385,43 @@ func BenchmarkSearch(b *testing.B) {
 					if _, err := s.Search(ctx, f, q.Vector, q.Text, 24); err != nil {
 						b.Fatal(err)
 					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSearchContexts is recall's search of the session contexts (services/recall
+// session_context.go): the best 48 by dense cosine, no keyword side, among a user's context
+// points (two per archive: 2,000 are a thousand archives) beside 10,000 memories; compare one
+// scope's search in BenchmarkSearch/exact/10000 (three scopes an op there).
+func BenchmarkSearchContexts(b *testing.B) {
+	for _, n := range []int{200, 2000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := vector.OpenLocal(b.TempDir(), "bench", 384)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			r := rand.New(rand.NewPCG(1, 2))
+			var pts []vector.Point
+			for i := range 10_000 + n {
+				p := randomPoint(r, "a", "u", 384)
+				p.Scope = "user"
+				if i >= 10_000 {
+					p.Scope, p.Kind, p.Text = "context", "context", ""
+				}
+				pts = append(pts, p)
+			}
+			if err := s.Upsert(ctx, "bench", pts); err != nil {
+				b.Fatal(err)
+			}
+			q := randomPoint(r, "a", "u", 384)
+			f := vector.Filter{AccountID: "a", UserID: "u", Scopes: []string{"context"}}
+			for b.Loop() {
+				if _, err := s.Search(ctx, f, q.Vector, "", 48); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})

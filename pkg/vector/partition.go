@@ -56,6 +56,7 @@ type partition struct {
 	termIDs  map[string]int32
 	df       []int32 // by term id: points holding the term, all segments
 	n        int     // points, all segments
+	docs     int     // points with at least one term: BM25's corpus (a point without text is no document)
 	totalLen int     // sum of pointMeta.length
 	strs     map[string]string
 	terms    []termFreq // put's scratch
@@ -216,6 +217,9 @@ func (pt *partition) put(p Point) {
 	s.lens = append(s.lens, m.length)
 	pt.ids[p.ID] = ref{seg: si, i: int32(i)}
 	pt.n++
+	if m.length > 0 {
+		pt.docs++
+	}
 	pt.totalLen += int(m.length)
 	if !s.quant && pt.spillDir != "" && s.len() > pt.exactMax {
 		s.quantise()
@@ -280,6 +284,9 @@ func (pt *partition) remove(id string) {
 	}
 	pt.totalLen -= int(m.length)
 	pt.n--
+	if m.length > 0 {
+		pt.docs--
+	}
 	delete(pt.ids, id)
 
 	n := s.len()
@@ -321,7 +328,7 @@ func (pt *partition) release() {
 	for _, s := range pt.segs {
 		s.release()
 	}
-	pt.segs, pt.ids, pt.n = nil, map[string]ref{}, 0
+	pt.segs, pt.ids, pt.n, pt.docs = nil, map[string]ref{}, 0, 0
 }
 
 // has reports whether id is in the partition.
@@ -736,10 +743,10 @@ func (k *kwScores) release() {
 // caller holds mu for reading and releases the result.
 func (pt *partition) keywordScores(f Filter, segs []int32, query string) kwScores {
 	terms := Terms(query)
-	if len(terms) == 0 || pt.n == 0 {
+	if len(terms) == 0 || pt.docs == 0 {
 		return kwScores{}
 	}
-	n := float64(pt.n)
+	n := float64(pt.docs)
 	avgLen := float64(pt.totalLen) / n
 	if avgLen == 0 {
 		avgLen = 1

@@ -2,19 +2,20 @@ package recall
 
 import (
 	"errors"
-	"github.com/membus/membus/pkg/config"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/projection"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
 )
 
 // archiveSession stores msgs in a session, archives them (one archive) and indexes each
-// message as an archive point the way extract does. It returns the archive and the messages.
+// message as an archive point, and each speaker's session context, the way extract does (each
+// message embedded alone; the keyword text without the turn before). It returns the archive and the messages.
 func (e *env) archiveSession(account, user, session string, msgs ...store.Message) (store.Archive, []store.Message) {
 	e.t.Helper()
 	e.say(account, user, session, msgs...)
@@ -31,17 +32,15 @@ func (e *env) archiveSession(account, user, session string, msgs ...store.Messag
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var pts []vector.Point
-	for _, m := range stored {
-		text := memory.ArchiveMessageText(m.Role, m.Name, m.Content)
-		v, err := e.emb.Embed(e.ctx, []string{text})
+	pts := projection.ArchivePoints(a, stored)
+	for i := range pts {
+		v, err := e.emb.Embed(e.ctx, []string{pts[i].Text})
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		pts = append(pts, vector.Point{ID: memory.ArchiveMessageID(account, session, m.MessageID), AccountID: account, UserID: user, AgentID: "main",
-			Scope: contract.ScopeArchive, Kind: contract.KindArchive, Category: m.Role, Text: text, Vector: v[0], CreatedAt: m.CreatedAt,
-			Payload: map[string]string{"session_id": session, "message_id": m.MessageID, "archive_id": a.ID, "seq": strconv.FormatInt(m.Seq, 10)}})
+		pts[i].Vector = v[0]
 	}
+	pts = append(pts, projection.ContextPoints(pts)...)
 	if err := e.vec.Upsert(e.ctx, e.emb.Model(), pts); err != nil {
 		e.t.Fatal(err)
 	}

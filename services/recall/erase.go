@@ -11,13 +11,13 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/projection"
 	"github.com/membus/membus/pkg/store"
-	"github.com/membus/membus/pkg/vector"
 )
 
 // Erase answers <p>.rpc.<account>.erase (docs/design.md §5 "Erasure"): a tombstone first, then the SQL
 // rows (messages, archives, memories or their sources, digests, commit results, pending
-// outbox rows), the vector points (memories and archived messages), the hot cache, and the
+// outbox rows), the vector points (memories, archived messages and their session contexts), the hot cache, and the
 // copies in JetStream and the DLQ (purged by subject). Another user's session is not found.
 // Erasing again is harmless: it re-runs every step.
 func (s *Service) Erase(ctx context.Context, account string, req contract.EraseRequest) (contract.EraseResult, error) {
@@ -56,11 +56,10 @@ func (s *Service) Erase(ctx context.Context, account string, req contract.EraseR
 		}
 	}
 	res.Vectors = len(points)
-	// The local index keeps deleted points in its files until it compacts the tenant.
-	if c, ok := s.d.Vectors.(vector.Compactor); ok {
-		if err := c.Compact(ctx, account, req.UserID); err != nil {
-			errs = append(errs, fmt.Errorf("compact vectors: %w", err))
-		}
+	// What the ids above do not name (the session contexts, derived from the archived messages),
+	// then the compaction of an index that keeps deleted points in its files.
+	if err := projection.DropErased(ctx, s.d.Vectors, account, req.UserID, req.SessionID); err != nil {
+		errs = append(errs, fmt.Errorf("drop the erased points left and compact: %w", err))
 	}
 	// memory_deleted for every memory the erasure removed (ids only), as forgetting one does.
 	var events []store.OutboxEntry

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/store"
 )
 
@@ -26,14 +27,21 @@ type turnPos struct {
 	seq     int64
 }
 
-// messagePlaces returns the seq of every message a candidate states: the archive candidates'
-// own, and for a memory's messages that have none among the candidates, one SQL read. A failed
-// read only leaves those memories unplaced (logged): recall never fails for the lift.
-func (s *Service) messagePlaces(ctx context.Context, account string, cands []candidate) map[store.Source]int64 {
-	pos := map[store.Source]int64{}
+// place is where a message was said: its seq in its session, and who said it (memory.Speaker;
+// "" when the index predates the speaker in an archive point's payload).
+type place struct {
+	seq     int64
+	speaker string
+}
+
+// messagePlaces places every message a candidate states: the archive candidates' own, and for
+// a memory's messages that have none among the candidates, one SQL read. A failed read only
+// leaves those memories unplaced (logged): recall never fails for the lift.
+func (s *Service) messagePlaces(ctx context.Context, account string, cands []candidate) map[store.Source]place {
+	pos := map[store.Source]place{}
 	for i := range cands {
 		if c := &cands[i]; c.kind == contract.KindArchive {
-			pos[store.Source{SessionID: c.msg.session, MessageID: c.msg.messageID}] = c.msg.seq
+			pos[store.Source{SessionID: c.msg.session, MessageID: c.msg.messageID}] = place{c.msg.seq, c.msg.speaker}
 		}
 	}
 	var missing []store.Source
@@ -49,13 +57,13 @@ func (s *Service) messagePlaces(ctx context.Context, account string, cands []can
 	if len(missing) == 0 {
 		return pos
 	}
-	seqs, err := s.d.Store.MessageSeqs(ctx, account, missing)
+	places, err := s.d.Store.MessagePlaces(ctx, account, missing)
 	if err != nil {
-		s.log.Warn("read the seqs of memories' messages: the neighbouring-turn lift leaves those memories out", "err", err)
+		s.log.Warn("read the places of memories' messages: the neighbouring-turn lift and the session context leave those memories out", "err", err)
 		return pos
 	}
-	for src, seq := range seqs {
-		pos[src] = seq
+	for src, p := range places {
+		pos[src] = place{p.Seq, memory.Speaker(p.Role, p.Name)}
 	}
 	return pos
 }
@@ -64,7 +72,7 @@ func (s *Service) messagePlaces(ctx context.Context, account string, cands []can
 // score within neighbourWindow messages of one of its messages, and adds the lift to its boost.
 // pos places the messages (messagePlaces); a candidate none of whose messages it places is
 // neither lifted nor lifts others.
-func liftByNeighbours(cands []candidate, pos map[store.Source]int64) {
+func liftByNeighbours(cands []candidate, pos map[store.Source]place) {
 	if len(pos) == 0 {
 		return
 	}
@@ -72,11 +80,11 @@ func liftByNeighbours(cands []candidate, pos map[store.Source]int64) {
 	best := map[turnPos]float64{}
 	for i := range cands {
 		for _, src := range cands[i].sources {
-			seq, ok := pos[src]
+			at, ok := pos[src]
 			if !ok {
 				continue
 			}
-			p := turnPos{src.SessionID, seq}
+			p := turnPos{src.SessionID, at.seq}
 			places[i] = append(places[i], p)
 			best[p] = max(best[p], cands[i].score)
 		}

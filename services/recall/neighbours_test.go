@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/store"
 )
 
@@ -58,14 +59,14 @@ func TestLiftByNeighbours(t *testing.T) {
 			for _, cd := range c.cands {
 				before[cd.id] = cd.score
 			}
-			pos := map[store.Source]int64{}
+			pos := map[store.Source]place{}
 			for _, cd := range c.cands {
 				if cd.kind == contract.KindArchive {
-					pos[cd.sources[0]] = cd.msg.seq
+					pos[cd.sources[0]] = place{seq: cd.msg.seq}
 				}
 			}
 			for src, seq := range c.read {
-				pos[src] = seq
+				pos[src] = place{seq: seq}
 			}
 			liftByNeighbours(c.cands, pos)
 			for _, cd := range c.cands {
@@ -75,6 +76,61 @@ func TestLiftByNeighbours(t *testing.T) {
 				if !near(cd.parts.Boost, cd.score-before[cd.id]) {
 					t.Errorf("%s: boost %v does not carry the lift %v", cd.id, cd.parts.Boost, cd.score-before[cd.id])
 				}
+			}
+		})
+	}
+}
+
+// TestRecallReadsTheSessionContext, through the local index and SQL: the same vague turn said
+// in two sessions ranks higher where its speaker talked about what the question asks, by at
+// most contextWeight; with the hash embedder (not a learned model) it gains nothing.
+func TestRecallReadsTheSessionContext(t *testing.T) {
+	e := newEnv(t, false)
+	session := func(id, topic string) []store.Message {
+		_, msgs := e.archiveSession("acme", "alice", id,
+			named("Caroline", topic),
+			named("Melanie", "Right."), named("Melanie", "Right."), named("Melanie", "Right."),
+			named("Caroline", "This is my collection so far."),
+			named("Melanie", "Right."), named("Melanie", "Right."))
+		return msgs
+	}
+	books := session("s1", "I keep reading fantasy novels, Tolkien and Le Guin mostly.")
+	cooking := session("s2", "I keep cooking pasta, carbonara and pesto mostly.")
+	query := "Which novels has Caroline been reading?"
+	for _, tc := range []struct {
+		name    string
+		learned bool
+	}{{"a learned model", true}, {"the hash embedder", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			emb := e.emb
+			if tc.learned {
+				emb = &recordingEmbedder{Embedder: e.emb} // hides the hash embedder's provider
+			}
+			svc, err := New(Defaults(), Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: emb, Vectors: e.vec, Metrics: e.svc.d.Metrics})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := svc.Recall(e.ctx, "acme", contract.RecallRequest{UserID: "alice", Query: query, Trace: true, Limit: 20, ScoreThreshold: zero()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			score := map[string]float64{}
+			for _, tr := range resp.Trace {
+				score[tr.ID] = tr.Score
+			}
+			vague := func(msgs []store.Message) float64 {
+				s, ok := score[memory.ArchiveMessageID("acme", msgs[4].SessionID, msgs[4].MessageID)]
+				if !ok {
+					t.Fatalf("the vague turn of %s is not in the trace %+v", msgs[4].SessionID, resp.Trace)
+				}
+				return s
+			}
+			got := vague(books) - vague(cooking)
+			if tc.learned && !(got > 0 && got <= contextWeight) {
+				t.Fatalf("the vague turn among the books scores %v above the one among the cooking, want more than 0 and at most %v", got, contextWeight)
+			}
+			if !tc.learned && got != 0 {
+				t.Fatalf("the hash embedder: the vague turns differ by %v, want 0", got)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
+	"github.com/membus/membus/pkg/projection"
 	"github.com/membus/membus/pkg/vector"
 )
 
@@ -93,21 +94,29 @@ func (r *recordingEmbedder) Embed(ctx context.Context, texts []string) ([][]floa
 // recordingVectors records the vectors it is searched with.
 type recordingVectors struct {
 	vector.Store
-	mu   sync.Mutex
-	vecs [][]float32
-	ks   []int
+	mu        sync.Mutex
+	vecs      [][]float32 // the searches of the scopes a request can name
+	ks        []int
+	contexts  [][]float32 // the searches of the session contexts (session_context.go)
+	contextKs []int
 }
 
 func (r *recordingVectors) Search(ctx context.Context, f vector.Filter, v []float32, q string, k int) ([]vector.Hit, error) {
 	r.mu.Lock()
-	r.vecs = append(r.vecs, v)
-	r.ks = append(r.ks, k)
+	if slices.Equal(f.Scopes, []string{projection.ScopeContext}) {
+		r.contexts = append(r.contexts, v)
+		r.contextKs = append(r.contextKs, k)
+	} else {
+		r.vecs = append(r.vecs, v)
+		r.ks = append(r.ks, k)
+	}
 	r.mu.Unlock()
 	return r.Store.Search(ctx, f, v, q, k)
 }
 
 // TestCandidatesPerSide: every scope's search asks for the configured number of candidates a
-// side (MEMBUS_RECALL_CANDIDATES), SPEC's 24 by default.
+// side (MEMBUS_RECALL_CANDIDATES), SPEC's 24 by default, and the session contexts' search for
+// twice as many (a scope's two sides).
 func TestCandidatesPerSide(t *testing.T) {
 	e := newEnv(t, false)
 	e.seed("acme", "alice", fact{text: "Alice read Dune last spring."})
@@ -117,7 +126,9 @@ func TestCandidatesPerSide(t *testing.T) {
 		if n > 0 {
 			cfg.CandidatesPerSide, want = n, n
 		}
-		svc, err := New(cfg, Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: e.emb, Vectors: vecs, Metrics: e.svc.d.Metrics})
+		// A learned embedder (recordingEmbedder hides the hash embedder's provider): the
+		// session contexts are searched too.
+		svc, err := New(cfg, Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: &recordingEmbedder{Embedder: e.emb}, Vectors: vecs, Metrics: e.svc.d.Metrics})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,12 +143,17 @@ func TestCandidatesPerSide(t *testing.T) {
 				t.Errorf("configured %d: searched for %d a side, want %d", n, k, want)
 			}
 		}
+		if !slices.Equal(vecs.contextKs, []int{2 * want}) {
+			t.Errorf("configured %d: searched the session contexts for %v, want once for %d", n, vecs.contextKs, 2*want)
+		}
 	}
 }
 
 // TestRecallSearchesAwayFromTheNames: the query is embedded alone, then each name it mentions
 // alone, and every scope is searched with the query's vector moved away from the names'; a
-// query without a name, or under dense-only fusion, is searched with its own vector.
+// query without a name, or under dense-only fusion, is searched with its own vector. The
+// session contexts are searched with the query's own vector, except under dense-only fusion,
+// which ranks by the dense part alone.
 func TestRecallSearchesAwayFromTheNames(t *testing.T) {
 	e := newEnv(t, false)
 	e.seed("acme", "alice", fact{text: "Alice read Dune last spring."})
@@ -187,6 +203,14 @@ func TestRecallSearchesAwayFromTheNames(t *testing.T) {
 					t.Errorf("searched with %v…, want %v…", v[:4], tc.vec[:4])
 					break
 				}
+			}
+			wantContexts := [][]float32{own(tc.query)}
+			if tc.fusion == contract.FusionDense {
+				wantContexts = nil
+			}
+			if !slices.EqualFunc(vecs.contexts, wantContexts, slices.Equal[[]float32]) {
+				t.Errorf("searched the session contexts %d times (with the query as asked: %v), want %d",
+					len(vecs.contexts), len(vecs.contexts) == 1 && slices.Equal(vecs.contexts[0], own(tc.query)), len(wantContexts))
 			}
 		})
 	}

@@ -14,7 +14,9 @@ import (
 // the best keyword score of the candidate set; fused = 0.7 dense + 0.3 keyword, or RRF; then
 // the boosts; then the neighbouring-turn lift (neighbours.go, carried in the boost); then the
 // question penalty of an archive message that asks (carried in the boost too); then the dense
-// part once more (carried in the boost); then, when on, temporal decay. The dense part is the
+// part once more (carried in the boost); then the specifics of a list question (specifics.go)
+// and the session context of the candidate's speaker (session_context.go), both in the boost;
+// then, when on, temporal decay. The dense part is the
 // cosine with the query's vector moved away from those of the names it mentions (query.go).
 const (
 	denseWeight     = 0.7

@@ -206,7 +206,7 @@ func TestPenaliseQuestions(t *testing.T) {
 	m := memoryCand("m", 0.5)
 	m.text = "Did Melanie paint a sunset?"
 	cands := []candidate{q, a, m}
-	pos := map[store.Source]int64{q.sources[0]: 5, a.sources[0]: 6}
+	pos := map[store.Source]place{q.sources[0]: {seq: 5}, a.sources[0]: {seq: 6}}
 	liftByNeighbours(cands, pos)
 	penaliseQuestions(cands)
 	want := map[string]float64{"q": 1.0 - questionPenalty, "a": neighbourWeight, "m": 0.5}

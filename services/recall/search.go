@@ -128,9 +128,10 @@ func (s *Service) Recall(ctx context.Context, account string, req contract.Recal
 // found is what recall's search found: the hits, and the SQL rows of the active memories
 // among them (or the error reading them).
 type found struct {
-	hits    [][]vector.Hit // by scope, in scope order
-	rows    [][]store.RecallRow
-	readErr error
+	hits     [][]vector.Hit // by scope, in scope order
+	rows     [][]store.RecallRow
+	readErr  error
+	contexts map[speakerSession]float64 // sessionContexts
 }
 
 // nameVectors are the vectors of the names the query mentions (queryNames), each embedded alone.
@@ -157,6 +158,17 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		return found{}, fmt.Errorf("embed query: %w", err)
 	}
 	qv := vecs[0]
+	var contexts map[speakerSession]float64
+	var wg sync.WaitGroup
+	if s.cfg.Fusion != contract.FusionDense && learned(s.d.Embedder) {
+		// With the question as asked, not moved from the names: a speaker's session context
+		// is about that person (README "Recall quality", the session-context round).
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			contexts = s.sessionContexts(sctx, account, req.UserID, vecs[0])
+		}()
+	}
 	if s.cfg.Fusion != contract.FusionDense && learned(s.d.Embedder) {
 		// The query's vector moved away from those of the names it mentions (query.go). Each
 		// name is embedded alone, once: the embedding cache keeps it, and an int8 model's
@@ -178,7 +190,6 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 	rows := make([][]store.RecallRow, len(us))
 	errs := make([]error, len(us))
 	readErrs := make([]error, len(us))
-	var wg sync.WaitGroup
 	for i, scope := range us {
 		f := vector.Filter{AccountID: account, UserID: req.UserID, Scopes: []string{scope}}
 		if scope == contract.ScopeAgent && req.AgentID != "" {
@@ -198,7 +209,7 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		}()
 	}
 	wg.Wait()
-	return found{hits: hits, rows: rows, readErr: errors.Join(readErrs...)}, errors.Join(errs...)
+	return found{hits: hits, rows: rows, readErr: errors.Join(readErrs...), contexts: contexts}, errors.Join(errs...)
 }
 
 // eachHit yields the hits of every scope, in scope order.
@@ -330,11 +341,13 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 		c.score = c.parts.Fused + c.parts.Boost
 	}
 	if s.cfg.Fusion != contract.FusionDense {
-		liftByNeighbours(cands, s.messagePlaces(ctx, account, cands))
+		places := s.messagePlaces(ctx, account, cands)
+		liftByNeighbours(cands, places)
 		penaliseQuestions(cands)
 		if learned(s.d.Embedder) {
 			addDenseAfterLift(cands)
 			addSpecifics(cands, query)
+			addSessionContext(cands, places, f.contexts)
 		}
 	}
 	if s.cfg.Decay {
@@ -558,11 +571,12 @@ func overlapTerms(q map[string]bool, text string) float64 {
 // archiveRef names the archived message an archive point is.
 type archiveRef struct {
 	session, messageID, archiveID string
+	speaker                       string // "" in an index that predates it
 	seq                           int64
 }
 
 func archiveRefOf(p vector.Point) (archiveRef, bool) {
 	seq, err := strconv.ParseInt(p.Payload["seq"], 10, 64)
-	r := archiveRef{session: p.Payload["session_id"], messageID: p.Payload["message_id"], archiveID: p.Payload["archive_id"], seq: seq}
+	r := archiveRef{session: p.Payload["session_id"], messageID: p.Payload["message_id"], archiveID: p.Payload["archive_id"], speaker: p.Payload["speaker"], seq: seq}
 	return r, err == nil && r.session != "" && r.messageID != "" && r.archiveID != ""
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -403,24 +402,10 @@ func (e *Embedder) run(batch [][]int64) ([][]float32, error) {
 				v[k] = float32(acc[k] / float64(len(b)))
 			}
 		}
-		normalize(v)
+		embed.Normalize(v)
 		vecs[i] = v
 	}
 	return vecs, nil
-}
-
-func normalize(v []float32) {
-	var s float64
-	for _, x := range v {
-		s += float64(x) * float64(x)
-	}
-	if s == 0 {
-		return
-	}
-	inv := float32(1 / math.Sqrt(s))
-	for i := range v {
-		v[i] *= inv
-	}
 }
 
 // modelConfig is what New reads from the sentence-transformers files.

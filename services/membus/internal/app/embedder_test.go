@@ -26,6 +26,7 @@ const (
 	defaultM  = "onnx:" + onnx.DefaultModel
 	repoRoot  = "../../../.."
 	testMsgs  = 3 // messages of seedData's archive
+	testCtxs  = 1 // speakers of seedData's archive: its session-context points
 	testMems  = 2 // memories of seedData
 	testUser  = "u1"
 	testAcct  = "acme"
@@ -262,8 +263,8 @@ func TestReembed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Model != tt.want || res.Reembedded != tt.again || res.Points != testMems+testMsgs || len(progress) == 0 || progress[len(progress)-1] != tt.again {
-				t.Fatalf("Reembed = %+v (progress %v); want %s, %d memories, %d points", res, progress, tt.want, tt.again, testMems+testMsgs)
+			if res.Model != tt.want || res.Reembedded != tt.again || res.Points != testMems+testMsgs+testCtxs || len(progress) == 0 || progress[len(progress)-1] != tt.again {
+				t.Fatalf("Reembed = %+v (progress %v); want %s, %d memories, %d points", res, progress, tt.want, tt.again, testMems+testMsgs+testCtxs)
 			}
 			if m, _, err := vector.LocalModel(filepath.Join(dataDir, "vectors")); err != nil || m != tt.want {
 				t.Fatalf("the local index's model = %s, %v; want %s", m, err, tt.want)

@@ -23,7 +23,7 @@ type ReembedResult struct {
 	From       string // the model the local index was built with before ("" without one)
 	Model      string // the model the data is embedded with now
 	Reembedded int    // memories embedded again
-	Points     int    // points of the rebuilt local index (memories and archived messages); -1: not rebuilt
+	Points     int    // points of the rebuilt local index (memories, archived messages and their session contexts); -1: not rebuilt
 }
 
 // Reembed moves the data onto the embedding model the configuration names, as a change of

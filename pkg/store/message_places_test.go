@@ -9,19 +9,19 @@ import (
 	"github.com/membus/membus/pkg/store"
 )
 
-func TestMessageSeqs(t *testing.T) {
+func TestMessagePlaces(t *testing.T) {
 	backends(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 		turns := []store.Turn{
-			turn("acme", "s1", "e1", 1, msg("m1", 0, "one", t0), msg("m2", 1, "two", t0)),
+			turn("acme", "s1", "e1", 1, msg("m1", 0, "one", t0), named(msg("m2", 1, "two", t0), "Melanie")),
 			turn("acme", "s2", "e2", 2, msg("m1", 0, "s2 one", t0)),
 			turn("other", "s1", "e3", 3, msg("m9", 0, "foreign", t0)),
 		}
 		if _, err := s.ApplyTurns(ctx, thresholdTrigger(1000), turns); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.MessageSeqs(ctx, "acme", []store.Source{
+		got, err := s.MessagePlaces(ctx, "acme", []store.Source{
 			{SessionID: "s1", MessageID: "m2"},
 			{SessionID: "s2", MessageID: "m1"},
 			{SessionID: "s1", MessageID: "m9"},      // another account's message
@@ -33,16 +33,17 @@ func TestMessageSeqs(t *testing.T) {
 		if len(got) != 2 {
 			t.Fatalf("got %v, want the two messages of acme asked for (s1/m1 is in the IN lists' product, not asked)", got)
 		}
-		if got[store.Source{SessionID: "s1", MessageID: "m2"}] != 2 || got[store.Source{SessionID: "s2", MessageID: "m1"}] != 1 {
-			t.Fatalf("seqs = %v, want s1/m2 at 2 and s2/m1 at 1", got)
+		if got[store.Source{SessionID: "s1", MessageID: "m2"}] != (store.MessagePlace{Seq: 2, Role: "user", Name: "Melanie"}) ||
+			got[store.Source{SessionID: "s2", MessageID: "m1"}] != (store.MessagePlace{Seq: 1, Role: "user"}) {
+			t.Fatalf("places = %v, want s1/m2 at 2 said by Melanie and s2/m1 at 1 by the user", got)
 		}
-		if none, err := s.MessageSeqs(ctx, "acme", nil); err != nil || len(none) != 0 {
+		if none, err := s.MessagePlaces(ctx, "acme", nil); err != nil || len(none) != 0 {
 			t.Fatalf("no sources: %v, %v", none, err)
 		}
 	})
 }
 
-// TestLookupListValues: the reads that look up a list of ids (MessageSeqs, MemoriesByID) find
+// TestLookupListValues: the reads that look up a list of ids (MessagePlaces, MemoriesByID) find
 // ids that JSON escapes or would change (SQLite passes the list as one JSON array, unless a
 // value is not valid UTF-8), and a repeated id once.
 func TestLookupListValues(t *testing.T) {
@@ -69,14 +70,19 @@ func TestLookupListValues(t *testing.T) {
 					t.Fatal(err)
 				}
 				src := store.Source{SessionID: session, MessageID: c.id}
-				got, err := s.MessageSeqs(ctx, "acme", []store.Source{src, src, {SessionID: session, MessageID: "missing"}})
+				got, err := s.MessagePlaces(ctx, "acme", []store.Source{src, src, {SessionID: session, MessageID: "missing"}})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(got) != 1 || got[src] != 1 {
+				if len(got) != 1 || got[src].Seq != 1 {
 					t.Fatalf("seqs = %v, want %q at 1", got, c.id)
 				}
 			})
 		}
 	})
+}
+
+func named(m store.Message, name string) store.Message {
+	m.Name = name
+	return m
 }
