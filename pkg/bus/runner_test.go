@@ -464,9 +464,12 @@ func TestRunnerDrainFinishesTheInFlightBatch(t *testing.T) {
 	if handled.Load() != 1 {
 		t.Fatal("in-flight message not finished")
 	}
-	if got := streamMsgs(t, b, StreamTurns); got != 0 {
-		t.Errorf("%d messages left in TURNS after drain: the in-flight one was not acked", got)
-	}
+	// The ack is sent unconfirmed (runner.go, ackAll) and flushed as the drain closes the
+	// connection; the server applies it a moment later, so the stream empties soon after
+	// stop returns, not necessarily by then. Never is the failure: the ack was not sent.
+	eventually(t, 5*time.Second, "the in-flight message acked (TURNS empty after the drain)", func() bool {
+		return streamMsgs(t, b, StreamTurns) == 0
+	})
 }
 
 func TestRunnerBatchHandler(t *testing.T) {
