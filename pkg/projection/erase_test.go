@@ -45,11 +45,12 @@ func TestDropErased(t *testing.T) {
 	}
 	cases := []struct {
 		name, session string
+		dropped       int
 		alice, bob    []string
 	}{
-		{"one session: its archived messages and their context go, memories stay (memory_deleted drops those)", "s1",
+		{"one session: its archived messages and their context go, memories stay (memory_deleted drops those)", "s1", 2,
 			[]string{"archive:s2", "context:s2", "memory:"}, []string{"archive:s1", "archive:s2", "context:s1", "context:s2", "memory:"}},
-		{"the whole user: every point of theirs goes", "",
+		{"the whole user: every point of theirs goes", "", 5,
 			nil, []string{"archive:s1", "archive:s2", "context:s1", "context:s2", "memory:"}},
 	}
 	for _, c := range cases {
@@ -62,8 +63,12 @@ func TestDropErased(t *testing.T) {
 			if err := v.Upsert(ctx, model, points()); err != nil {
 				t.Fatal(err)
 			}
-			if err := DropErased(ctx, v, "acme", "alice", c.session); err != nil {
+			dropped, err := DropErased(ctx, v, "acme", "alice", c.session)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if dropped != c.dropped {
+				t.Errorf("dropped %d points, want %d", dropped, c.dropped)
 			}
 			if got := remaining(v, "alice"); !slices.Equal(got, c.alice) {
 				t.Errorf("alice keeps %v, want %v", got, c.alice)

@@ -167,7 +167,8 @@ func (f *Follower) apply(ctx context.Context, data []byte) error {
 	case contract.EventMemorySuperseded, contract.EventMemoryDeleted:
 		return f.d.Vectors.Delete(ctx, ev.AccountID, ev.UserID, []string{ev.MemoryID})
 	case contract.EventErased:
-		return DropErased(ctx, f.d.Vectors, ev.AccountID, ev.UserID, ev.SessionID)
+		_, err := DropErased(ctx, f.d.Vectors, ev.AccountID, ev.UserID, ev.SessionID)
+		return err
 	}
 	return nil
 }
@@ -176,18 +177,20 @@ func (f *Follower) apply(ctx context.Context, data []byte) error {
 // the points of its archived messages and its session context (its memories have
 // memory_deleted events of their own),
 // then compacts the user's partition of an index that keeps deleted points in its files
-// (vector.Compactor), so nothing erased stays readable there.
-func DropErased(ctx context.Context, v vector.Store, account, user, session string) error {
-	if err := dropErased(ctx, v, account, user, session); err != nil {
-		return err
+// (vector.Compactor), so nothing erased stays readable there. It returns how many points it
+// deleted.
+func DropErased(ctx context.Context, v vector.Store, account, user, session string) (int, error) {
+	n, err := dropErased(ctx, v, account, user, session)
+	if err != nil {
+		return n, err
 	}
 	if c, ok := v.(vector.Compactor); ok {
-		return c.Compact(ctx, account, user)
+		return n, c.Compact(ctx, account, user)
 	}
-	return nil
+	return n, nil
 }
 
-func dropErased(ctx context.Context, v vector.Store, account, user, session string) error {
+func dropErased(ctx context.Context, v vector.Store, account, user, session string) (int, error) {
 	f := vector.Filter{AccountID: account, UserID: user}
 	if session != "" {
 		f.Kinds = []string{contract.KindArchive, KindContext}
@@ -196,7 +199,7 @@ func dropErased(ctx context.Context, v vector.Store, account, user, session stri
 	for after := ""; ; {
 		pts, next, err := v.Scroll(ctx, f, after, 500)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for _, p := range pts {
 			if session == "" || p.Payload["session_id"] == session {
@@ -209,9 +212,12 @@ func dropErased(ctx context.Context, v vector.Store, account, user, session stri
 		after = next
 	}
 	if len(ids) == 0 {
-		return nil
+		return 0, nil
 	}
-	return v.Delete(ctx, account, user, ids)
+	if err := v.Delete(ctx, account, user, ids); err != nil {
+		return 0, err
+	}
+	return len(ids), nil
 }
 
 // Sync returns once every event published before the call is applied, or ErrBehind after

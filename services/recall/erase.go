@@ -55,12 +55,13 @@ func (s *Service) Erase(ctx context.Context, account string, req contract.EraseR
 			errs = append(errs, fmt.Errorf("delete vectors: %w", err))
 		}
 	}
-	res.Vectors = len(points)
 	// What the ids above do not name (the session contexts, derived from the archived messages),
 	// then the compaction of an index that keeps deleted points in its files.
-	if err := projection.DropErased(ctx, s.d.Vectors, account, req.UserID, req.SessionID); err != nil {
+	dropped, err := projection.DropErased(ctx, s.d.Vectors, account, req.UserID, req.SessionID)
+	if err != nil {
 		errs = append(errs, fmt.Errorf("drop the erased points left and compact: %w", err))
 	}
+	res.Vectors = len(points) + dropped
 	// memory_deleted for every memory the erasure removed (ids only), as forgetting one does.
 	var events []store.OutboxEntry
 	for _, id := range erased.MemoryIDs {

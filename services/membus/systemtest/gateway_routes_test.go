@@ -235,6 +235,11 @@ func TestGatewayRoutes(t *testing.T) {
 	if er.Messages != 3 || er.Archives != 1 {
 		t.Fatalf("erase session = %+v", er)
 	}
+	// The points: the memories, the three archived messages and the session contexts of their
+	// two speakers (the user and the assistant).
+	if want := int(er.Memories) + 3 + 2; er.Vectors != want {
+		t.Errorf("erase session counts %d vector points, want %d (%+v)", er.Vectors, want, er)
+	}
 	alice.must(404, "GET", "/v1/sessions/s-1", nil, nil)
 	admin.must(200, "DELETE", "/v1/users/alice", nil, &er)
 	alice.must(200, "GET", "/v1/memories", nil, &list)
