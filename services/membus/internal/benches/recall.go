@@ -43,6 +43,7 @@ type recallParams struct {
 	count    int             // measured recalls per size
 	warmup   int
 	restart  bool   // embedded: also measure a membus up restarted on the seeded data
+	archive  bool   // also write and index the messages the memories came from
 	embedder string // hash or onnx (MEMBUS_MODEL_DIR, else ./data/models)
 	// candidates: recall_candidates, each side of each scope (0 = the default, 24)
 	candidates int
@@ -62,6 +63,7 @@ func benchRecallCmd() *cobra.Command {
 	backend := fs.String("backend", "embedded", "embedded (SQLite) or real (MEMBUS_MYSQL_DSN, MEMBUS_REDIS_URL; the vector index stays local)")
 	restart := fs.Bool("restart", true, "embedded: also start membus up (this executable) on each size's seeded data, send it the same recalls over HTTP and print its RSS")
 	embedder := fs.String("embedder", "hash", "hash, or onnx: the local model in MEMBUS_MODEL_DIR (else ./data/models; `make model`), which also embeds the seeded memories")
+	archive := fs.Bool("archive", false, "also write each memory's source message (the user and the assistant in turn) and index the archives: their messages and session contexts, as for a user whose memories came from conversations")
 	candidates := fs.Int("recall-candidates", 0, fmt.Sprintf("candidates recall takes from each side of each scope (MEMBUS_RECALL_CANDIDATES, 1-%d; 0: the default, %d)", contract.MaxRecallCandidates, contract.DefaultRecallCandidates))
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -72,7 +74,7 @@ func benchRecallCmd() *cobra.Command {
 				return 1
 			}
 			defer stopProfile()
-			p := recallParams{count: *count, warmup: *warmup, restart: *restart, embedder: *embedder, candidates: *candidates, notes: stderr}
+			p := recallParams{count: *count, warmup: *warmup, restart: *restart, archive: *archive, embedder: *embedder, candidates: *candidates, notes: stderr}
 			if p.candidates != 0 {
 				if err := contract.CheckRecallCandidates(p.candidates); err != nil {
 					fmt.Fprintf(stderr, "membus bench recall: --recall-candidates %v (0: the default)\n", err)
@@ -179,11 +181,15 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 		account += "-" + rb.RunID
 	}
 	start := time.Now()
-	texts, err := seedRecallMemories(ctx, env, account, user, agent, size)
+	texts, err := seedRecallMemories(ctx, env, account, user, agent, size, p.archive)
 	if err != nil {
 		return bench.Result{}, fmt.Errorf("seed: %w", err)
 	}
-	fmt.Fprintf(p.notes, "membus bench recall: %d memories written to SQL and the local index in %s\n", size, time.Since(start).Round(time.Millisecond))
+	what := "memories"
+	if p.archive {
+		what = "memories, their source messages and the archives' session contexts"
+	}
+	fmt.Fprintf(p.notes, "membus bench recall: %d %s written to SQL and the local index in %s\n", size, what, time.Since(start).Round(time.Millisecond))
 
 	queries := rand.New(rand.NewPCG(uint64(size), 2))
 	qs := make([]string, p.warmup+p.count)
@@ -363,8 +369,12 @@ func bruteForceOp(emb embed.Embedder, vecs [][]float32, qs []string, k int) benc
 
 // seedRecallMemories writes n user-scope memories (with a few agent-scope ones) of one user
 // into SQL, through the store's own writes (one archive per batch), and into the vector store,
-// and returns their texts (the floor embeds them again once RSS is read).
-func seedRecallMemories(ctx context.Context, env *app.Env, account, user, agent string, n int) ([]string, error) {
+// and returns their texts (the floor embeds them again once RSS is read). With archive, each
+// memory's source message is written too, said by the user and the assistant in turn, and each
+// archive is indexed as the projection indexes a committed one (projection.IndexArchive): its
+// memories, one point per archived message and a session context per speaker, so recall's
+// archive scope, neighbouring-turn lift and session contexts have what a real user's have.
+func seedRecallMemories(ctx context.Context, env *app.Env, account, user, agent string, n int, archive bool) ([]string, error) {
 	const session, batch = "bench-recall-seed", 1000
 	turn := store.Turn{AccountID: account, UserID: user, AgentID: agent, SessionID: session, EventID: "bench-recall-seed",
 		Messages: []store.Message{{MessageID: "seed", Role: contract.RoleUser, Content: "seed", Parts: json.RawMessage(`[]`), Tokens: 1, CreatedAt: time.Now()}}}
@@ -386,6 +396,11 @@ func seedRecallMemories(ctx context.Context, env *app.Env, account, user, agent 
 		vecs, err := env.Embedder.Embed(ctx, texts)
 		if err != nil {
 			return nil, err
+		}
+		if archive {
+			if err := seedSourceMessages(ctx, env, turn, b, texts); err != nil {
+				return nil, err
+			}
 		}
 		a := store.Archive{ID: memory.ArchiveID(account, session, int64(2+b), int64(1+b+m)), AccountID: account, SessionID: session, UserID: user,
 			AgentID: agent, FromSeq: int64(2 + b), ToSeq: int64(1 + b + m), Kind: contract.CommitSync, State: store.StateArchived, RequestID: fmt.Sprintf("seed-%d", b)}
@@ -410,10 +425,33 @@ func seedRecallMemories(ctx context.Context, env *app.Env, account, user, agent 
 		if err := env.Store.SaveMemories(ctx, epoch, a, mems, nil, nil); err != nil {
 			return nil, err
 		}
-		if err := env.Vectors.Upsert(ctx, env.Embedder.Model(), pts); err != nil {
+		if archive {
+			if err := projection.IndexArchive(ctx, projection.Deps{Store: env.Store, Embedder: env.Embedder, Vectors: env.Vectors}, a); err != nil {
+				return nil, err
+			}
+		} else if err := env.Vectors.Upsert(ctx, env.Embedder.Model(), pts); err != nil {
 			return nil, err
 		}
 		all = append(all, texts...)
 	}
 	return all, nil
+}
+
+// seedSourceMessages writes the source messages of one batch of memories (m-<b+i>, the
+// memory's own text), the user and the assistant in turn, after the session's seq 1+b.
+func seedSourceMessages(ctx context.Context, env *app.Env, seed store.Turn, b int, texts []string) error {
+	turn := seed
+	turn.EventID = fmt.Sprintf("bench-recall-seed-%d", b)
+	turn.Messages = make([]store.Message, len(texts))
+	at := time.Now().UTC()
+	for i, text := range texts {
+		role := contract.RoleUser
+		if i%2 == 1 {
+			role = contract.RoleAssistant
+		}
+		turn.Messages[i] = store.Message{MessageID: fmt.Sprintf("m-%d", b+i), Position: i, Role: role, Content: text,
+			Parts: json.RawMessage(`[]`), Tokens: len(text) / 4, CreatedAt: at}
+	}
+	_, err := env.Store.ApplyTurns(ctx, nil, []store.Turn{turn})
+	return err
 }

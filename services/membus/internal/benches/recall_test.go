@@ -2,11 +2,19 @@ package benches
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
+	"github.com/membus/membus/pkg/projection"
+	"github.com/membus/membus/pkg/vector"
+	"github.com/membus/membus/services/membus/internal/harness"
 )
 
 // TestBenchRecall runs `membus bench recall` at a tiny size: the command keeps working and
@@ -40,5 +48,65 @@ func TestBenchRecall(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"bench", "recall", "--recall-candidates", "201"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--recall-candidates must be between 1 and 200") {
 		t.Errorf("bad --recall-candidates: exit %d, stderr %q, want 2 and what is allowed", code, stderr.String())
+	}
+}
+
+// TestSeedRecallArchive checks what --archive seeds: every memory's source message in SQL,
+// archived, and the index holding the memories, one point per message and one session context
+// per speaker of each archive, as the projection indexes a committed archive.
+func TestSeedRecallArchive(t *testing.T) {
+	ctx := context.Background()
+	const n = 1500 // two archives: the seeding writes a thousand memories a batch
+	tests := []struct {
+		archive            bool
+		messages, points   int
+		memories, contexts int
+	}{
+		{archive: false, messages: 1, points: n, memories: n},
+		{archive: true, messages: 1 + n, points: n + n + 2*2, memories: n, contexts: 2 * 2},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("archive=%v", tc.archive), func(t *testing.T) {
+			env, closeEnv, err := harness.OpenIn(ctx, "", "interval", "hash", harness.Backend{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeEnv()
+			if _, err := seedRecallMemories(ctx, env, "acme", "alice", "main", n, tc.archive); err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := env.Store.MessagesBySeq(ctx, "acme", "bench-recall-seed", 0, int64(n+10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(msgs) != tc.messages {
+				t.Fatalf("%d messages in SQL, want %d", len(msgs), tc.messages)
+			}
+			for _, m := range msgs[1:] {
+				if m.ArchiveID == "" {
+					t.Fatalf("message %s (seq %d) not archived", m.MessageID, m.Seq)
+				}
+			}
+			if got, err := env.Vectors.Count(ctx, "acme"); err != nil || got != tc.points {
+				t.Fatalf("%d points (err %v), want %d", got, err, tc.points)
+			}
+			kinds := map[string]int{}
+			for after := ""; ; {
+				pts, next, err := env.Vectors.Scroll(ctx, vector.Filter{AccountID: "acme", UserID: "alice"}, after, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range pts {
+					kinds[p.Kind]++
+				}
+				if next == "" {
+					break
+				}
+				after = next
+			}
+			if kinds[contract.KindArchive] != tc.messages-1 || kinds[projection.KindContext] != tc.contexts || kinds[contract.KindMemory] != tc.memories {
+				t.Errorf("points by kind %v, want %d archived messages, %d contexts, %d memories", kinds, tc.messages-1, tc.contexts, tc.memories)
+			}
+		})
 	}
 }
