@@ -2,6 +2,7 @@ package recall
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -243,6 +244,32 @@ func TestConfigFrom(t *testing.T) {
 			}
 			if err == nil && !c.check(cfg) {
 				t.Fatalf("config %+v", cfg)
+			}
+		})
+	}
+}
+
+func TestSureArchives(t *testing.T) {
+	mem := func(score float64) candidate { return candidate{kind: contract.KindMemory, score: score} }
+	arch := func(score float64) candidate { return candidate{kind: contract.KindArchive, score: score} }
+	cases := []struct {
+		name      string
+		cands     []candidate
+		limit     int
+		threshold float64
+		want      []int
+	}{
+		{"none", nil, 10, 0.2, nil},
+		{"memories only", []candidate{mem(0.9), mem(0.8)}, 10, 0.2, nil},
+		{"every archive above the threshold", []candidate{arch(0.9), mem(0.8), arch(0.7)}, 10, 0.2, []int{0, 2}},
+		{"the limit-th is the last reached for certain", []candidate{mem(0.9), arch(0.8), arch(0.7), arch(0.6)}, 3, 0.2, []int{1, 2}},
+		{"below the threshold is never kept", []candidate{arch(0.9), arch(0.1), arch(0.05)}, 10, 0.2, []int{0}},
+		{"at the threshold is kept", []candidate{arch(0.2)}, 10, 0.2, []int{0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sureArchives(tc.cands, tc.limit, tc.threshold); !slices.Equal(got, tc.want) {
+				t.Fatalf("sureArchives = %v, want %v", got, tc.want)
 			}
 		})
 	}

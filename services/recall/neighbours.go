@@ -35,17 +35,19 @@ type place struct {
 }
 
 // messagePlaces places every message a candidate states: the archive candidates' own, and for
-// a memory's messages that have none among the candidates, one SQL read. A failed read only
-// leaves those memories unplaced (logged): recall never fails for the lift.
-func (s *Service) messagePlaces(ctx context.Context, account string, cands []candidate) map[store.Source]place {
-	pos := map[store.Source]place{}
+// a memory's messages that have none among the candidates, one SQL read. The read runs in the
+// background while recall scores the candidates (it is needed only from the lift on, and is a
+// tenth of a recall with an archive); wait returns the places. A failed read only leaves those
+// memories unplaced (logged): recall never fails for the lift.
+func (s *Service) messagePlaces(ctx context.Context, account string, cands []candidate) (wait func() map[store.Source]place) {
+	pos := make(map[store.Source]place, len(cands))
 	for i := range cands {
 		if c := &cands[i]; c.kind == contract.KindArchive {
 			pos[store.Source{SessionID: c.msg.session, MessageID: c.msg.messageID}] = place{c.msg.seq, c.msg.speaker}
 		}
 	}
 	var missing []store.Source
-	asked := map[store.Source]bool{}
+	asked := make(map[store.Source]bool, len(cands))
 	for i := range cands {
 		for _, src := range cands[i].sources {
 			if _, ok := pos[src]; !ok && !asked[src] {
@@ -55,17 +57,26 @@ func (s *Service) messagePlaces(ctx context.Context, account string, cands []can
 		}
 	}
 	if len(missing) == 0 {
+		return func() map[store.Source]place { return pos }
+	}
+	var places map[store.Source]store.MessagePlace
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		places, err = s.d.Store.MessagePlaces(ctx, account, missing)
+	}()
+	return func() map[store.Source]place {
+		<-done
+		if err != nil {
+			s.log.Warn("read the places of memories' messages: the neighbouring-turn lift and the session context leave those memories out", "err", err)
+			return pos
+		}
+		for src, p := range places {
+			pos[src] = place{p.Seq, memory.Speaker(p.Role, p.Name)}
+		}
 		return pos
 	}
-	places, err := s.d.Store.MessagePlaces(ctx, account, missing)
-	if err != nil {
-		s.log.Warn("read the places of memories' messages: the neighbouring-turn lift and the session context leave those memories out", "err", err)
-		return pos
-	}
-	for src, p := range places {
-		pos[src] = place{p.Seq, memory.Speaker(p.Role, p.Name)}
-	}
-	return pos
 }
 
 // liftByNeighbours raises each candidate's score (before decay) to neighbourWeight × the best

@@ -309,6 +309,10 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 		dense = append(dense, clamp01(embed.ScaleCosine(s.d.Embedder, h.Dense)))
 		keyword = append(keyword, h.Keyword)
 	}
+	var placesOf func() map[store.Source]place
+	if s.cfg.Fusion != contract.FusionDense {
+		placesOf = s.messagePlaces(ctx, account, cands)
+	}
 	maxKW := 0.0
 	for _, k := range keyword {
 		maxKW = max(maxKW, k)
@@ -341,7 +345,7 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 		c.score = c.parts.Fused + c.parts.Boost
 	}
 	if s.cfg.Fusion != contract.FusionDense {
-		places := s.messagePlaces(ctx, account, cands)
+		places := placesOf()
 		liftByNeighbours(cands, places)
 		penaliseQuestions(cands)
 		if learned(s.d.Embedder) {
@@ -422,6 +426,7 @@ func (s *Service) selectItems(ctx context.Context, account string, req contract.
 	if agentHas {
 		userBudget = budget - agentNeed
 	}
+	resolved := s.resolveSure(ctx, account, cands, limit, threshold)
 	covered := map[store.Source]string{} // message → the kept item that states it
 	used, usedUser := 0, 0
 	var lines []string
@@ -435,7 +440,11 @@ func (s *Service) selectItems(ctx context.Context, account string, req contract.
 			keep, why = false, "over the limit"
 		}
 		if keep && c.kind == contract.KindArchive {
-			if err := s.resolveArchive(ctx, account, c); err != nil {
+			err, ok := resolved[i]
+			if !ok {
+				err = s.resolveArchive(ctx, account, c)
+			}
+			if err != nil {
 				keep, why = false, "archived message not in SQL: "+err.Error()
 			}
 		}
@@ -481,6 +490,42 @@ func (s *Service) selectItems(ctx context.Context, account string, req contract.
 	if len(lines) > 0 {
 		resp.Block = "<relevant-memories>\n" + strings.Join(lines, "\n") + "\n</relevant-memories>"
 	}
+}
+
+// resolveSure resolves, in parallel, the archive candidates selectItems reaches for certain:
+// those among the first limit at or above the threshold (the candidates below it come after
+// all of those, MMR or not, and fewer than limit items are kept before the limit-th). Each is
+// a read of SQL that the selection would otherwise make one after the other on the request's
+// path. It returns each one's error (nil when resolved) by its index in cands.
+func (s *Service) resolveSure(ctx context.Context, account string, cands []candidate, limit int, threshold float64) map[int]error {
+	sure := sureArchives(cands, limit, threshold)
+	errs := make([]error, len(sure))
+	var wg sync.WaitGroup
+	for j, i := range sure {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[j] = s.resolveArchive(ctx, account, &cands[i])
+		}()
+	}
+	wg.Wait()
+	out := make(map[int]error, len(sure))
+	for j, i := range sure {
+		out[i] = errs[j]
+	}
+	return out
+}
+
+// sureArchives are the indices of the archive candidates among the first limit at or above
+// the threshold.
+func sureArchives(cands []candidate, limit int, threshold float64) []int {
+	var sure []int
+	for i := 0; i < len(cands) && i < limit && cands[i].score >= threshold; i++ {
+		if cands[i].kind == contract.KindArchive {
+			sure = append(sure, i)
+		}
+	}
+	return sure
 }
 
 // sourceIDs are the message ids of sources.
