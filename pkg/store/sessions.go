@@ -811,9 +811,10 @@ func (s *Store) ArchiveMessages(ctx context.Context, a Archive) ([]Message, erro
 	return scanMessages(rows)
 }
 
-// MessagesBySeq returns the messages with from ≤ seq ≤ to, in seq order.
+// MessagesBySeq returns the messages with from ≤ seq ≤ to, in seq order. Recall reads each
+// archive item it keeps with it, so it goes through query's prepared statement.
 func (s *Store) MessagesBySeq(ctx context.Context, account, session string, from, to int64) ([]Message, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT "+messageCols+" FROM messages WHERE account_id = ? AND session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+	rows, err := s.query(ctx, "SELECT "+messageCols+" FROM messages WHERE account_id = ? AND session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
 		account, session, from, to)
 	if err != nil {
 		return nil, err
