@@ -9,8 +9,8 @@ import (
 	"github.com/membus/membus/pkg/store"
 )
 
-// TestSQLiteKeepsItsConnections holds as many connections as recall reads from at once, gives
-// them back, and does it again: none is closed on the way, so no read pays for opening one.
+// TestSQLiteKeepsItsConnections holds the whole pool at once, as a recall's parallel reads may,
+// gives it back, and does it again: none is closed on the way, so no read pays for opening one.
 func TestSQLiteKeepsItsConnections(t *testing.T) {
 	ctx := context.Background()
 	s, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "m.db"))

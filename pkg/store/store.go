@@ -73,8 +73,8 @@ func OpenSQLite(ctx context.Context, path string, opts ...Option) (*Store, error
 	// All of it stays open: database/sql keeps 2 idle connections by default, and one recall
 	// reads on more at once (its scopes, the memories' places, the archive items it keeps), so
 	// the others were closed after such a recall and opened again by a later one, with their
-	// pragmas, statements and page cache (116 of 2,000 recalls of `membus bench recall
-	// --archive` paid for that).
+	// pragmas, statements and page cache (116 reopened in 2,000 recalls of `membus bench
+	// recall --archive`).
 	db.SetMaxOpenConns(sqliteConns)
 	db.SetMaxIdleConns(sqliteConns)
 	s, err := open(ctx, db, SQLite, opts)
