@@ -87,6 +87,12 @@ func (c *Cached) EmbedQuery(ctx context.Context, queries []string) ([][]float32,
 	return c.embed(ctx, queries, "", c.next.Embed)
 }
 
+// EmbedQueryMasked is the wrapped embedder's, uncached (ErrNoMasking when it has none):
+// only a question that names two people asks for it, and its rows are one batch's.
+func (c *Cached) EmbedQueryMasked(ctx context.Context, query string, drops [][]string) ([][]float32, error) {
+	return EmbedQueryMasked(ctx, c.next, query, drops)
+}
+
 // ScaleCosine is the wrapped embedder's.
 func (c *Cached) ScaleCosine(cos float64) float64 { return ScaleCosine(c.next, cos) }
 

@@ -244,3 +244,38 @@ func TestDuplicateCosine(t *testing.T) {
 		})
 	}
 }
+
+// maskingEmbedder answers EmbedQueryMasked with one vector per drop list, the list's length
+// in its first place.
+type maskingEmbedder struct{ countingEmbedder }
+
+func (m *maskingEmbedder) EmbedQueryMasked(_ context.Context, _ string, drops [][]string) ([][]float32, error) {
+	out := make([][]float32, len(drops))
+	for i, d := range drops {
+		out[i] = make([]float32, HashDim)
+		out[i][0] = float32(len(d))
+	}
+	return out, nil
+}
+
+// TestCachedEmbedQueryMasked: the cache passes masked queries to an embedder that has them
+// and answers ErrNoMasking for one that has not.
+func TestCachedEmbedQueryMasked(t *testing.T) {
+	ctx := context.Background()
+	if _, err := NewCached(NewHash(), 4).EmbedQueryMasked(ctx, "What do Ann and Bo like?", [][]string{{"Bo"}}); !errors.Is(err, ErrNoMasking) {
+		t.Fatalf("over the hash embedder: %v, want ErrNoMasking", err)
+	}
+	if _, err := EmbedQueryMasked(ctx, NewHash(), "What do Ann and Bo like?", [][]string{{"Bo"}}); !errors.Is(err, ErrNoMasking) {
+		t.Fatalf("the hash embedder: %v, want ErrNoMasking", err)
+	}
+	c := NewCached(&maskingEmbedder{}, 4)
+	for range 2 {
+		rows, err := c.EmbedQueryMasked(ctx, "What do Ann and Bo like?", [][]string{{"Bo", "and"}, {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 2 || rows[0][0] != 2 || rows[1][0] != 0 {
+			t.Fatalf("rows %v, want the wrapped embedder's two", rows)
+		}
+	}
+}

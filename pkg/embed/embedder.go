@@ -5,6 +5,7 @@ package embed
 
 import (
 	"context"
+	"errors"
 	"math"
 )
 
@@ -33,6 +34,28 @@ func EmbedQuery(ctx context.Context, e Embedder, queries []string) ([][]float32,
 		return q.EmbedQuery(ctx, queries)
 	}
 	return e.Embed(ctx, queries)
+}
+
+// MaskedQueryEmbedder is implemented by embedders that can embed one query several times in
+// one model run, with some of its words left out of what the model reads (recall's
+// per-person queries: README "Recall quality", issue 18's person round).
+type MaskedQueryEmbedder interface {
+	// EmbedQueryMasked returns one vector per drop list, all from one batch: the query as
+	// EmbedQuery embeds it, but with the list's words (whole words, any case) masked out (an
+	// empty list masks nothing).
+	EmbedQueryMasked(ctx context.Context, query string, drops [][]string) ([][]float32, error)
+}
+
+// ErrNoMasking: the embedder cannot mask words of a query (EmbedQueryMasked of one that
+// wraps an embedder without it).
+var ErrNoMasking = errors.New("embed: the model cannot mask words of a query")
+
+// EmbedQueryMasked is e's EmbedQueryMasked, or ErrNoMasking when it has none.
+func EmbedQueryMasked(ctx context.Context, e Embedder, query string, drops [][]string) ([][]float32, error) {
+	if m, ok := e.(MaskedQueryEmbedder); ok {
+		return m.EmbedQueryMasked(ctx, query, drops)
+	}
+	return nil, ErrNoMasking
 }
 
 // CosineScaler is implemented by embedders whose cosine similarities sit on another scale

@@ -71,9 +71,24 @@ func (w *WordPiece) PadID() int64 { return w.pad }
 // Encode returns [CLS] + the WordPiece ids of text + [SEP], at most maxLen ids in all
 // (the text's pieces are truncated; maxLen below 2 is taken as 2).
 func (w *WordPiece) Encode(text string, maxLen int) []int64 {
+	ids, _ := w.encode(text, maxLen, false)
+	return ids
+}
+
+// EncodeWords is Encode that also returns, for each id, the word of text it is a piece of
+// (as the basic tokenizer splits and, for an uncased vocabulary, lower-cases it; "" for
+// [CLS] and [SEP]). A caller masks whole words by them.
+func (w *WordPiece) EncodeWords(text string, maxLen int) (ids []int64, words []string) {
+	return w.encode(text, maxLen, true)
+}
+
+func (w *WordPiece) encode(text string, maxLen int, withWords bool) (ids []int64, words []string) {
 	maxLen = max(maxLen, 2)
-	ids := make([]int64, 0, min(maxLen, len(text)/3+2))
+	ids = make([]int64, 0, min(maxLen, len(text)/3+2))
 	ids = append(ids, w.cls)
+	if withWords {
+		words = append(words, "")
+	}
 	room := maxLen - 2
 	for _, word := range w.basic(text) {
 		if room <= 0 {
@@ -84,10 +99,16 @@ func (w *WordPiece) Encode(text string, maxLen int) []int64 {
 				break
 			}
 			ids = append(ids, id)
+			if withWords {
+				words = append(words, word)
+			}
 			room--
 		}
 	}
-	return append(ids, w.sep)
+	if withWords {
+		words = append(words, "")
+	}
+	return append(ids, w.sep), words
 }
 
 // Tokens returns the WordPiece tokens of text, without [CLS] and [SEP] (for tests and

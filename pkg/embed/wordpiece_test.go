@@ -89,6 +89,32 @@ func TestWordPieceEncode(t *testing.T) {
 	}
 }
 
+func TestWordPieceEncodeWords(t *testing.T) {
+	w := tinyWordPiece(t, true)
+	tests := []struct {
+		name   string
+		text   string
+		maxLen int
+		words  []string
+	}{
+		{"each piece carries its word, CLS and SEP none", "I love trekking.", 256, []string{"", "i", "love", "trekking", "trekking", ".", ""}},
+		{"a possessive is three words", "Don's", 256, []string{"", "don", "'", "s", ""}},
+		{"truncated with the ids", "I love trekking.", 5, []string{"", "i", "love", "trekking", ""}},
+		{"empty text", "", 256, []string{"", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ids, words := w.EncodeWords(tt.text, tt.maxLen)
+			if !slices.Equal(words, tt.words) {
+				t.Errorf("EncodeWords(%q) words = %q, want %q", tt.text, words, tt.words)
+			}
+			if want := w.Encode(tt.text, tt.maxLen); !slices.Equal(ids, want) {
+				t.Errorf("EncodeWords(%q) ids = %v, Encode's %v", tt.text, ids, want)
+			}
+		})
+	}
+}
+
 func TestWordPieceVocabNeedsSpecialTokens(t *testing.T) {
 	_, err := NewWordPiece(strings.NewReader("[PAD]\n[UNK]\n[CLS]\nhello\n"), true)
 	if err == nil || !strings.Contains(err.Error(), "[SEP]") {

@@ -567,6 +567,56 @@ func (l *Local) Get(ctx context.Context, accountID, userID, id string) (Point, e
 	return p, nil
 }
 
+var _ Scorer = (*Local)(nil)
+
+// Cosines implements Scorer.
+func (l *Local) Cosines(ctx context.Context, accountID, userID string, ids []string, vecs [][]float32) ([][]float64, error) {
+	if accountID == "" || userID == "" {
+		return nil, fmt.Errorf("cosines: %w", ErrMissingTenant)
+	}
+	for _, v := range vecs {
+		if len(v) != l.dim {
+			return nil, fmt.Errorf("cosines: a vector has %d dimensions, index has %d: %w", len(v), l.dim, ErrInvalid)
+		}
+	}
+	if err := l.begin(ctx); err != nil {
+		return nil, fmt.Errorf("cosines: %w", err)
+	}
+	defer l.opMu.RUnlock()
+	out := make([][]float64, len(vecs))
+	norms := make([]float64, len(vecs))
+	for j, v := range vecs {
+		out[j] = make([]float64, len(ids))
+		norms[j] = norm(v)
+	}
+	pt := l.partition(accountID, userID, false)
+	if pt == nil {
+		return out, nil
+	}
+	pt.mu.RLock()
+	defer pt.mu.RUnlock()
+	buf := make([]float32, l.dim)
+	for i, id := range ids {
+		cid, ok := canonicalID(id)
+		if !ok {
+			continue
+		}
+		r, ok := pt.ids[cid]
+		if !ok {
+			continue
+		}
+		s := pt.segs[r.seg]
+		v, err := s.loadVec(int(r.i), buf)
+		if err != nil {
+			return nil, fmt.Errorf("cosines: %w", err)
+		}
+		for j, q := range vecs {
+			out[j][i] = dense(v, s.norms[r.i], q, norms[j])
+		}
+	}
+	return out, nil
+}
+
 // Search implements Store.
 func (l *Local) Search(ctx context.Context, f Filter, vector []float32, query string, k int) ([]Hit, error) {
 	if f.AccountID == "" || f.UserID == "" {

@@ -89,6 +89,15 @@ type Store interface {
 	Close() error
 }
 
+// Scorer is implemented by stores that score given points against vectors without a search:
+// recall scores the candidates its searches found against its per-person queries.
+type Scorer interface {
+	// Cosines returns, for each of vecs, the dense score (as Hit.Dense: the cosine clamped to
+	// [0,1]) of each of the tenant's points ids, in the order of ids; a point not found (or
+	// of another tenant) scores 0.
+	Cosines(ctx context.Context, accountID, userID string, ids []string, vecs [][]float32) ([][]float64, error)
+}
+
 // Compactor is a Store whose files keep deleted points until it compacts them: the local
 // store keeps a deleted point in its partition's snapshot and log until the next snapshot.
 // Erasure compacts the erased tenant so that nothing erased stays readable on disk (a store

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/store"
 )
@@ -106,22 +107,11 @@ func TestRecallReadsTheSessionContext(t *testing.T) {
 			if tc.learned {
 				emb = &recordingEmbedder{Embedder: e.emb} // hides the hash embedder's provider
 			}
-			svc, err := New(Defaults(), Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: emb, Vectors: e.vec, Metrics: e.svc.d.Metrics})
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := svc.Recall(e.ctx, "acme", contract.RecallRequest{UserID: "alice", Query: query, Trace: true, Limit: 20, ScoreThreshold: zero()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			score := map[string]float64{}
-			for _, tr := range resp.Trace {
-				score[tr.ID] = tr.Score
-			}
+			score := e.traceScores(emb, "alice", query)
 			vague := func(msgs []store.Message) float64 {
 				s, ok := score[memory.ArchiveMessageID("acme", msgs[4].SessionID, msgs[4].MessageID)]
 				if !ok {
-					t.Fatalf("the vague turn of %s is not in the trace %+v", msgs[4].SessionID, resp.Trace)
+					t.Fatalf("the vague turn of %s is not in the trace %v", msgs[4].SessionID, score)
 				}
 				return s
 			}
@@ -134,4 +124,23 @@ func TestRecallReadsTheSessionContext(t *testing.T) {
 			}
 		})
 	}
+}
+
+// traceScores recalls query for account acme's user with a service on e's stores and emb,
+// every candidate traced (threshold 0, limit 20), and returns each traced candidate's score.
+func (e *env) traceScores(emb embed.Embedder, user, query string) map[string]float64 {
+	e.t.Helper()
+	svc, err := New(Defaults(), Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: emb, Vectors: e.vec, Metrics: e.svc.d.Metrics})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp, err := svc.Recall(e.ctx, "acme", contract.RecallRequest{UserID: user, Query: query, Trace: true, Limit: 20, ScoreThreshold: zero()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	score := map[string]float64{}
+	for _, tr := range resp.Trace {
+		score[tr.ID] = tr.Score
+	}
+	return score
 }

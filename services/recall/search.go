@@ -132,6 +132,7 @@ type found struct {
 	rows     [][]store.RecallRow
 	readErr  error
 	contexts map[speakerSession]float64 // sessionContexts
+	persons  map[string]float64         // personScores, by candidate id
 }
 
 // nameVectors are the vectors of the names the query mentions (queryNames), each embedded alone.
@@ -159,6 +160,7 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 	}
 	qv := vecs[0]
 	var contexts map[speakerSession]float64
+	var persons [][]float32
 	var wg sync.WaitGroup
 	if s.cfg.Fusion != contract.FusionDense && learned(s.d.Embedder) {
 		// With the question as asked, not moved from the names: a speaker's session context
@@ -167,6 +169,7 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		go func() {
 			defer wg.Done()
 			contexts = s.sessionContexts(sctx, account, req.UserID, vecs[0])
+			persons = s.personQueries(sctx, query, vecs[0], contexts)
 		}()
 	}
 	if s.cfg.Fusion != contract.FusionDense && learned(s.d.Embedder) {
@@ -209,7 +212,12 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		}()
 	}
 	wg.Wait()
-	return found{hits: hits, rows: rows, readErr: errors.Join(readErrs...), contexts: contexts}, errors.Join(errs...)
+	f := found{hits: hits, rows: rows, readErr: errors.Join(readErrs...), contexts: contexts}
+	if err := errors.Join(errs...); err != nil {
+		return f, err
+	}
+	f.persons = s.personScores(sctx, account, req.UserID, persons, hits)
+	return f, nil
 }
 
 // eachHit yields the hits of every scope, in scope order.
@@ -352,6 +360,7 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 			addDenseAfterLift(cands)
 			addSpecifics(cands, query)
 			addSessionContext(cands, places, f.contexts)
+			addPersons(cands, f.persons)
 		}
 	}
 	if s.cfg.Decay {

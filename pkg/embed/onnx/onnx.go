@@ -314,7 +314,7 @@ func (e *Embedder) embed(ctx context.Context, texts []string, prompt string) ([]
 		for j, i := range part {
 			batch[j] = ids[i]
 		}
-		vecs, err := e.run(batch)
+		vecs, err := e.run(batch, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -325,8 +325,37 @@ func (e *Embedder) embed(ctx context.Context, texts []string, prompt string) ([]
 	return out, nil
 }
 
-// run embeds one batch of token ids, padded to the longest.
-func (e *Embedder) run(batch [][]int64) ([][]float32, error) {
+// EmbedQueryMasked implements embed.MaskedQueryEmbedder: the query (with the model's query
+// prompt) is tokenised once and run as one batch of len(drops) rows of the same ids, each
+// with the words of its drop list (whole words, any case) masked out of the attention and of
+// the pooling, so the model reads the question without them and no second tokenisation or
+// padding moves the other tokens.
+func (e *Embedder) EmbedQueryMasked(ctx context.Context, query string, drops [][]string) ([][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("onnx embed: %w", err)
+	}
+	if len(drops) == 0 {
+		return [][]float32{}, nil
+	}
+	ids, words := e.tok.EncodeWords(e.queryP+query, e.maxLen)
+	batch := make([][]int64, len(drops))
+	masks := make([][]int64, len(drops))
+	for r, drop := range drops {
+		batch[r] = ids
+		masks[r] = make([]int64, len(ids))
+		for j, w := range words {
+			masks[r][j] = 1
+			if w != "" && slices.ContainsFunc(drop, func(d string) bool { return strings.EqualFold(d, w) }) {
+				masks[r][j] = 0
+			}
+		}
+	}
+	return e.run(batch, masks)
+}
+
+// run embeds one batch of token ids, padded to the longest. masks, when set, is each row's
+// attention mask over its ids (1: read and pooled); nil reads every id.
+func (e *Embedder) run(batch [][]int64, masks [][]int64) ([][]float32, error) {
 	n, seq := len(batch), 0
 	for _, b := range batch {
 		seq = max(seq, len(b))
@@ -341,6 +370,9 @@ func (e *Embedder) run(batch [][]int64) ([][]float32, error) {
 		}
 		for j := range b {
 			mask[i*seq+j] = 1
+			if masks != nil {
+				mask[i*seq+j] = masks[i][j]
+			}
 		}
 	}
 	// One run at a time; holding the lock from the first tensor on keeps Close (which may
@@ -390,16 +422,21 @@ func (e *Embedder) run(batch [][]int64) ([][]float32, error) {
 			copy(v, data[i*e.dim:(i+1)*e.dim])
 		case e.cls:
 			copy(v, data[i*seq*e.dim:i*seq*e.dim+e.dim])
-		default: // mean over the real tokens (attention mask 1)
+		default: // mean over the tokens read (attention mask 1)
 			acc := make([]float64, e.dim)
+			read := 0
 			for j := range b {
+				if mask[i*seq+j] == 0 {
+					continue
+				}
+				read++
 				tok := data[(i*seq+j)*e.dim : (i*seq+j+1)*e.dim]
 				for k, x := range tok {
 					acc[k] += float64(x)
 				}
 			}
 			for k := range v {
-				v[k] = float32(acc[k] / float64(len(b)))
+				v[k] = float32(acc[k] / float64(max(read, 1)))
 			}
 		}
 		embed.Normalize(v)

@@ -540,3 +540,74 @@ func BenchmarkEmbedQuery(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEmbedQueryMasked is recall's per-person batch beside the question's own run
+// (README "Recall quality", issue 18's person round): one row as EmbedQuery runs it, then
+// the question's batch of two and of three rows with names masked out.
+func BenchmarkEmbedQueryMasked(b *testing.B) {
+	e := openModel(b)
+	ctx := context.Background()
+	const q = "What pets do Audrey and Andrew both have?"
+	drops := [][]string{{}, {"Andrew", "both", "and"}, {"Audrey", "both", "and"}}
+	b.Run("query", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.EmbedQuery(ctx, []string{q}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, rows := range []int{2, 3} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := e.EmbedQueryMasked(ctx, q, drops[3-rows:]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestONNXEmbedQueryMasked: a row that masks nothing is EmbedQuery's vector, and a row with the
+// other person's name (and "both", "and") masked reads as the question about one person.
+func TestONNXEmbedQueryMasked(t *testing.T) {
+	e := openModel(t)
+	ctx := context.Background()
+	const q = "What pets do Audrey and Andrew both have?"
+	asked, err := e.EmbedQuery(ctx, []string{q, "What pets do Audrey have?", "What pets do Andrew have?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone, err := e.EmbedQueryMasked(ctx, q, [][]string{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(alone) != 1 || !slices.Equal(alone[0], mustQuery(t, e, q)) {
+		t.Fatalf("a row that masks nothing differs from EmbedQuery's vector")
+	}
+	rows, err := e.EmbedQueryMasked(ctx, q, [][]string{{"ANDREW", "both", "and"}, {"Audrey", "both", "and"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("got %d rows, want 2", len(rows))
+	}
+	for i, person := range []int{1, 2} {
+		masked, whole := embed.Cosine(rows[i], asked[person]), embed.Cosine(asked[0], asked[person])
+		t.Logf("row %d: cosine with the one-person question %.4f, the whole question's %.4f", i, masked, whole)
+		if masked <= whole {
+			t.Errorf("row %d is no nearer the one-person question (%.4f) than the whole question is (%.4f)", i, masked, whole)
+		}
+	}
+	if none, err := e.EmbedQueryMasked(ctx, q, nil); err != nil || len(none) != 0 {
+		t.Fatalf("no drop lists: %d rows, %v; want none", len(none), err)
+	}
+}
+
+func mustQuery(t *testing.T, e *Embedder, q string) []float32 {
+	t.Helper()
+	v, err := e.EmbedQuery(context.Background(), []string{q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v[0]
+}

@@ -42,7 +42,10 @@ type Store struct {
 	closed bool
 }
 
-var _ vector.Store = (*Store)(nil)
+var (
+	_ vector.Store  = (*Store)(nil)
+	_ vector.Scorer = (*Store)(nil)
+)
 
 // Open connects to Qdrant, creates the collection when it is missing and
 // checks the model id and dimension stored with it.
@@ -306,6 +309,68 @@ func (s *Store) Get(ctx context.Context, accountID, userID, id string) (vector.P
 		return vector.Point{}, fmt.Errorf("get %s: %w", cid, vector.ErrNotFound)
 	}
 	return point(res[0].GetId(), res[0].GetPayload(), res[0].GetVectors())
+}
+
+// Cosines implements vector.Scorer: one filtered scroll for the tenant's ids with their dense
+// vectors (a foreign tenant's point is not found, so it scores 0), scored here as Search
+// scores its hits.
+func (s *Store) Cosines(ctx context.Context, accountID, userID string, ids []string, vecs [][]float32) ([][]float64, error) {
+	if accountID == "" || userID == "" {
+		return nil, fmt.Errorf("cosines: %w", vector.ErrMissingTenant)
+	}
+	for _, v := range vecs {
+		if len(v) != s.cfg.Dim {
+			return nil, fmt.Errorf("cosines: a vector has %d dimensions, index has %d: %w", len(v), s.cfg.Dim, vector.ErrInvalid)
+		}
+	}
+	out := make([][]float64, len(vecs))
+	for j := range out {
+		out[j] = make([]float64, len(ids))
+	}
+	pids := pointIDs(ids)
+	if len(pids) == 0 {
+		return out, nil
+	}
+	ctx, done, err := s.begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cosines: %w", err)
+	}
+	defer done()
+	f := tenantFilter(accountID, userID)
+	f.Must = append(f.Must, qdrant.NewHasID(pids...))
+	res, err := s.client.Scroll(ctx, &qdrant.ScrollPoints{
+		CollectionName: s.cfg.Collection,
+		Filter:         f,
+		Limit:          qdrant.PtrOf(uint32(len(pids))),
+		WithPayload:    qdrant.NewWithPayload(false),
+		WithVectors:    qdrant.NewWithVectorsInclude(denseName),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cosines of %d points: %w", len(pids), mapErr(err))
+	}
+	at := make(map[string][]int, len(ids))
+	for i, id := range ids {
+		if c, ok := canonicalID(id); ok {
+			at[c] = append(at[c], i)
+		}
+	}
+	norms := make([]float64, len(vecs))
+	for j, v := range vecs {
+		norms[j] = norm(v)
+	}
+	for _, r := range res {
+		c, ok := canonicalID(r.GetId().GetUuid())
+		if !ok {
+			continue
+		}
+		v := r.GetVectors().GetVectors().GetVectors()[denseName].GetDenseVector().GetData()
+		for _, i := range at[c] {
+			for j, q := range vecs {
+				out[j][i] = cosine(q, norms[j], v)
+			}
+		}
+	}
+	return out, nil
 }
 
 // Scroll implements vector.Store. Qdrant orders UUID ids as 128-bit numbers,

@@ -48,6 +48,7 @@ func Run(t *testing.T, open Open) {
 		{"vectors of another model are refused", testModelMismatch},
 		{"scroll pages through every point once", testScroll},
 		{"count covers every user of the account", testCount},
+		{"a Scorer scores the tenant's named points, 0 for others", testCosines},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -524,5 +525,54 @@ func testCount(t *testing.T, s vector.Store) {
 	n, err := s.Count(context.Background(), acct)
 	if err != nil || n != 2 {
 		t.Fatalf("count = %d, %v; want 2", n, err)
+	}
+}
+
+// testCosines checks Scorer (skipped for a store without it): each vector's dense score of
+// each named point, in the order named, as Search scores it; a point not found, of another
+// user or not a UUID scores 0.
+func testCosines(t *testing.T, s vector.Store) {
+	sc, ok := s.(vector.Scorer)
+	if !ok {
+		t.Skipf("%T is not a vector.Scorer", s)
+	}
+	acct := newAccount()
+	near := pt(acct, "u1", "near", mix(1, 0.1))
+	far := pt(acct, "u1", "far", mix(0.2, 1))
+	opposite := pt(acct, "u1", "opposite", mix(-1, 0))
+	foreign := pt(acct, "u2", "foreign", unit(0))
+	mustUpsert(t, s, near, far, opposite, foreign)
+	missing := uuid.NewString()
+	names := []string{far.ID, near.ID, foreign.ID, missing, "not-a-uuid", opposite.ID, near.ID}
+	ctx := context.Background()
+	got, err := sc.Cosines(ctx, acct, "u1", names, [][]float32{unit(0), unit(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("got %d rows, want one per vector (2)", len(got))
+	}
+	for j, q := range [][]float32{unit(0), unit(1)} {
+		want := map[string]float64{}
+		for _, h := range mustSearch(t, s, vector.Filter{AccountID: acct, UserID: "u1"}, q, "", 10) {
+			want[h.ID] = h.Dense
+		}
+		if len(got[j]) != len(names) {
+			t.Fatalf("row %d has %d scores, want one per id (%d)", j, len(got[j]), len(names))
+		}
+		for i, id := range names {
+			if d := got[j][i] - want[id]; d > 1e-6 || d < -1e-6 {
+				t.Errorf("vector %d, point %d (%s): %v, want %v (Search's)", j, i, id, got[j][i], want[id])
+			}
+		}
+	}
+	if got[0][1] < 0.99 || got[0][5] != 0 || got[0][2] != 0 {
+		t.Fatalf("near %v (want ≥ 0.99), opposite %v and foreign %v (want 0)", got[0][1], got[0][5], got[0][2])
+	}
+	if _, err := sc.Cosines(ctx, acct, "", names, [][]float32{unit(0)}); !errors.Is(err, vector.ErrMissingTenant) {
+		t.Fatalf("without a user: %v, want ErrMissingTenant", err)
+	}
+	if _, err := sc.Cosines(ctx, acct, "u1", names, [][]float32{{1, 0}}); !errors.Is(err, vector.ErrInvalid) {
+		t.Fatalf("a vector of 2 dimensions: %v, want ErrInvalid", err)
 	}
 }

@@ -1,0 +1,121 @@
+package recall
+
+import (
+	"context"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/membus/membus/pkg/embed"
+)
+
+func TestNamedSpeakers(t *testing.T) {
+	contexts := map[speakerSession]float64{{"s1", "Audrey"}: 0.5, {"s1", "Andrew"}: 0.4, {"s2", "user"}: 0.3}
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"What pets do Audrey and Andrew both have?", []string{"Audrey", "Andrew"}},
+		{"What do Andrew and Audrey have in common?", []string{"Andrew", "Audrey"}},
+		{"Audrey and Andrew: who hikes, Andrew or Audrey?", []string{"Audrey", "Andrew"}},
+		{"Which pets does AUDREY have, and andrew?", nil},       // not capitalised names
+		{"What did Audrey's and Andrew's dogs eat?", nil},       // possessives are other words
+		{"What did Audrey buy in Paris?", []string{"Audrey"}},   // Paris is no speaker
+		{"What did the user tell Audrey?", []string{"Audrey"}},  // a role is no name
+		{"Where did Audrey and audrey go?", []string{"Audrey"}}, // once each
+		{"What did Audrey and Andrew and Bo do?", []string{"Audrey", "Andrew"}},
+	} {
+		if got := namedSpeakers(tc.query, contexts); !slices.Equal(got, tc.want) {
+			t.Errorf("namedSpeakers(%q) = %q, want %q", tc.query, got, tc.want)
+		}
+	}
+}
+
+// maskingEmbedder is the hash embedder as a learned one (no provider) that can mask words of a
+// query: a row reads the query without its drop list's words, as the model's masked attention
+// does. It records the drop lists it is asked for.
+type maskingEmbedder struct {
+	embed.Embedder
+	mu    sync.Mutex
+	drops [][][]string
+}
+
+func (m *maskingEmbedder) EmbedQueryMasked(ctx context.Context, query string, drops [][]string) ([][]float32, error) {
+	m.mu.Lock()
+	m.drops = append(m.drops, drops)
+	m.mu.Unlock()
+	texts := make([]string, len(drops))
+	for i, drop := range drops {
+		var kept []string
+		for _, w := range strings.Fields(query) {
+			if !slices.ContainsFunc(drop, func(d string) bool { return strings.EqualFold(d, strings.Trim(w, "?,.")) }) {
+				kept = append(kept, w)
+			}
+		}
+		texts[i] = strings.Join(kept, " ")
+	}
+	return m.Embed(ctx, texts)
+}
+
+// TestRecallPersonQueries, through the local index and SQL: a question naming two of the
+// user's speakers is embedded once per person with the other's name, "both" and "and" masked
+// out, and each candidate gains personWeight × (its better person's cosine − the question's);
+// a question naming one speaker, or an embedder that cannot mask, ranks as before.
+func TestRecallPersonQueries(t *testing.T) {
+	e := newEnv(t, false)
+	e.archiveSession("acme", "alice", "s1",
+		named("Audrey", "I adopted two dogs, Pepper and Panda, from the shelter."),
+		named("Andrew", "My cat naps on the couch all day."),
+		named("Audrey", "We should go hiking with the dogs soon."),
+		named("Andrew", "The cat hates hiking."))
+	recall := func(emb embed.Embedder, query string) map[string]float64 { return e.traceScores(emb, "alice", query) }
+
+	const both = "What pets do Audrey and Andrew both have?"
+	masking := &maskingEmbedder{Embedder: e.emb}
+	with, without := recall(masking, both), recall(&recordingEmbedder{Embedder: e.emb}, both)
+	if want := [][][]string{{{"Andrew", "both", "and"}, {"Audrey", "both", "and"}}}; !slices.EqualFunc(masking.drops, want, func(a, b [][]string) bool {
+		return slices.EqualFunc(a, b, slices.Equal)
+	}) {
+		t.Fatalf("masked rows asked for %q, want %q", masking.drops, want)
+	}
+	rows, err := masking.EmbedQueryMasked(e.ctx, both, [][]string{{"Andrew", "both", "and"}, {"Audrey", "both", "and"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := e.emb.Embed(e.ctx, []string{both})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(with) == 0 || len(with) != len(without) {
+		t.Fatalf("%d candidates with the person rows, %d without", len(with), len(without))
+	}
+	moved := 0
+	for id, s := range with {
+		p, err := e.vec.Get(e.ctx, "acme", "alice", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cos := func(v []float32) float64 { return clamp01(float64(embed.Cosine(p.Vector, v))) }
+		want := without[id] + personWeight*(max(cos(rows[0]), cos(rows[1]))-cos(q[0]))
+		if math.Abs(s-want) > 1e-6 {
+			t.Errorf("%s (%q): %v with the person rows, want %v (%v without)", id, p.Text, s, want, without[id])
+		}
+		if s != without[id] {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no candidate moved with the person rows")
+	}
+
+	masking.drops = nil
+	for _, query := range []string{"What pets does Audrey have?", "What pets do Audrey and Paris have?"} {
+		one, base := recall(masking, query), recall(&recordingEmbedder{Embedder: e.emb}, query)
+		if len(masking.drops) != 0 || !maps.Equal(one, base) {
+			t.Errorf("%q: masked rows %q, scores %v against %v; want none and the same", query, masking.drops, one, base)
+		}
+	}
+}
