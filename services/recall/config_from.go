@@ -5,7 +5,8 @@ import (
 )
 
 // ConfigFrom applies the recall keys of the shared configuration (MEMBUS_RECALL_SCOPES,
-// MEMBUS_RECALL_FUSION, MEMBUS_RECALL_DECAY, MEMBUS_RECALL_MMR, MEMBUS_RECALL_CANDIDATES and their flags)
+// MEMBUS_RECALL_FUSION, MEMBUS_RECALL_DECAY, MEMBUS_RECALL_MMR, MEMBUS_RECALL_PERSON_QUERIES, MEMBUS_RECALL_CANDIDATES and their
+// flags)
 // to cfg.
 func ConfigFrom(cfg Config, c config.Config) (Config, error) {
 	if scopes := config.SplitList(c.RecallScopes); len(scopes) > 0 {
@@ -14,7 +15,7 @@ func ConfigFrom(cfg Config, c config.Config) (Config, error) {
 	if c.RecallFusion != "" {
 		cfg.Fusion = c.RecallFusion
 	}
-	cfg.Decay, cfg.MMR = c.RecallDecay, c.RecallMMR
+	cfg.Decay, cfg.MMR, cfg.PersonQueries = c.RecallDecay, c.RecallMMR, c.RecallPersonQueries
 	if c.RecallCandidates > 0 {
 		cfg.CandidatesPerSide = c.RecallCandidates
 	}

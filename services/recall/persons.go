@@ -67,6 +67,7 @@ func (s *Service) personQueries(ctx context.Context, query string, q []float32, 
 		}
 		return nil
 	}
+	s.persons(1)
 	return append([][]float32{q}, rows...)
 }
 

@@ -9,7 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
+	"github.com/membus/membus/pkg/metrics"
 )
 
 func TestNamedSpeakers(t *testing.T) {
@@ -111,7 +113,23 @@ func TestRecallPersonQueries(t *testing.T) {
 		t.Fatal("no candidate moved with the person rows")
 	}
 
+	fams, err := e.svc.d.Metrics.Families()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := metrics.Value(fams, "membus_recall_person_queries_total", nil); n != 1 {
+		t.Errorf("membus_recall_person_queries_total %v, want 1", n)
+	}
 	masking.drops = nil
+	off := Defaults()
+	off.PersonQueries = false
+	svc, err := New(off, Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: masking, Vectors: e.vec, Metrics: e.svc.d.Metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Recall(e.ctx, "acme", contract.RecallRequest{UserID: "alice", Query: both}); err != nil || len(masking.drops) != 0 {
+		t.Fatalf("switched off (MEMBUS_RECALL_PERSON_QUERIES=false): %v, masked rows asked for %q, want none", err, masking.drops)
+	}
 	for _, query := range []string{"What pets does Audrey have?", "What pets do Audrey and Paris have?"} {
 		one, base := recall(masking, query), recall(&recordingEmbedder{Embedder: e.emb}, query)
 		if len(masking.drops) != 0 || !maps.Equal(one, base) {

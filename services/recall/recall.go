@@ -36,6 +36,7 @@ type Config struct {
 	Fusion            string        // contract.FusionWeighted (default), FusionRRF or FusionDense (evaluation only)
 	Decay             bool          // temporal decay (half-life 30 days, floor 0.5×, evergreen exempt); off by default
 	MMR               bool          // MMR rerank (λ 0.7); off by default
+	PersonQueries     bool          // a question naming two speakers embedded once more per person (persons.go); on by default
 	ArchiveContext    int           // earlier messages shown with an archive item as context (never sources); default 1
 	SearchTimeout     time.Duration // bound of the vector search; past it recall answers degraded (default 2 s)
 	FallbackMemories  int           // newest memories the degraded keyword search scores (default 5000)
@@ -46,7 +47,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: contract.DefaultRecallCandidates, MaxItemChars: 1000, UserShare: 0.6,
 		DefaultScopes: []string{contract.ScopeUser, contract.ScopeAgent, contract.ScopeArchive}, Fusion: contract.FusionWeighted,
-		ArchiveContext: 1, SearchTimeout: 2 * time.Second, FallbackMemories: 5000, KeepRecent: contract.DefaultKeepRecent}
+		PersonQueries: true, ArchiveContext: 1, SearchTimeout: 2 * time.Second, FallbackMemories: 5000, KeepRecent: contract.DefaultKeepRecent}
 }
 
 // Validate names the bad key.
@@ -99,6 +100,7 @@ type Service struct {
 
 	latency   func(float64)
 	degraded  func(float64)
+	persons   func(float64)
 	byOutcome func(outcome string, seconds float64)
 }
 
@@ -125,6 +127,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 	s := &Service{cfg: cfg, d: d, log: d.Logger}
 	s.latency = d.Metrics.Histogram("recall_seconds", "Time to answer one recall.").Observe
 	s.degraded = d.Metrics.Counter("recall_degraded_total", "Recalls answered degraded (vector store unavailable).").Add
+	s.persons = d.Metrics.Counter("recall_person_queries_total", "Recalls whose question named two speakers and was embedded once more per person.").Add
 	byOutcome := d.Metrics.HistogramVec("recall_duration_seconds", "Time to answer one recall RPC, by outcome (ok, empty, degraded, error).", "outcome")
 	s.byOutcome = func(o string, v float64) { byOutcome.WithLabelValues(o).Observe(v) }
 	return s, nil

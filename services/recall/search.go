@@ -169,7 +169,9 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 		go func() {
 			defer wg.Done()
 			contexts = s.sessionContexts(sctx, account, req.UserID, vecs[0])
-			persons = s.personQueries(sctx, query, vecs[0], contexts)
+			if s.cfg.PersonQueries {
+				persons = s.personQueries(sctx, query, vecs[0], contexts)
+			}
 		}()
 	}
 	if s.cfg.Fusion != contract.FusionDense && learned(s.d.Embedder) {

@@ -356,6 +356,19 @@ func (e *Env) Metrics(service string) *metrics.Metrics {
 	return m
 }
 
+// Registry returns the metrics registry of this process's service named service (the first
+// made), or nil when it has none.
+func (e *Env) Registry(service string) *metrics.Metrics {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, m := range e.metrics {
+		if m.Service() == service {
+			return m
+		}
+	}
+	return nil
+}
+
 // PublishMetrics publishes every registry's snapshot to <p>.metrics.<service>.<instance>
 // every 5 s until ctx is done.
 func (e *Env) PublishMetrics(ctx context.Context) {

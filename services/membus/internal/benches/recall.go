@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,6 +29,7 @@ import (
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/memory"
+	"github.com/membus/membus/pkg/metrics"
 	"github.com/membus/membus/pkg/projection"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/vector"
@@ -38,13 +40,14 @@ import (
 
 // recallParams are the knobs of one `membus bench recall` run.
 type recallParams struct {
-	backend  harness.Backend // zero: embedded (SQLite); real: MariaDB + Redis (the vector index stays local)
-	sizes    []int           // memories per user, one measured configuration each
-	count    int             // measured recalls per size
-	warmup   int
-	restart  bool   // embedded: also measure a membus up restarted on the seeded data
-	archive  bool   // also write and index the messages the memories came from
-	embedder string // hash or onnx (MEMBUS_MODEL_DIR, else ./data/models)
+	backend   harness.Backend // zero: embedded (SQLite); real: MariaDB + Redis (the vector index stays local)
+	sizes     []int           // memories per user, one measured configuration each
+	count     int             // measured recalls per size
+	warmup    int
+	restart   bool   // embedded: also measure a membus up restarted on the seeded data
+	archive   bool   // also write and index the messages the memories came from
+	twoPeople bool   // with archive: two named people say the messages, and every question names both
+	embedder  string // hash or onnx (MEMBUS_MODEL_DIR, else ./data/models)
 	// candidates: recall_candidates, each side of each scope (0 = the default, 24)
 	candidates int
 	progress   io.Writer
@@ -64,6 +67,7 @@ func benchRecallCmd() *cobra.Command {
 	restart := fs.Bool("restart", true, "embedded: also start membus up (this executable) on each size's seeded data, send it the same recalls over HTTP and print its RSS")
 	embedder := fs.String("embedder", "hash", "hash, or onnx: the local model in MEMBUS_MODEL_DIR (else ./data/models; `make model`), which also embeds the seeded memories")
 	archive := fs.Bool("archive", false, "also write each memory's source message (the user and the assistant in turn) and index the archives: their messages and session contexts, as for a user whose memories came from conversations")
+	twoPeople := fs.Bool("two-people", false, "with --archive: the source messages are said by "+benchPeople[0]+" and "+benchPeople[1]+" in turn and every question names both, so each recall also runs its per-person queries (services/recall/persons.go)")
 	candidates := fs.Int("recall-candidates", 0, fmt.Sprintf("candidates recall takes from each side of each scope (MEMBUS_RECALL_CANDIDATES, 1-%d; 0: the default, %d)", contract.MaxRecallCandidates, contract.DefaultRecallCandidates))
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -74,12 +78,16 @@ func benchRecallCmd() *cobra.Command {
 				return 1
 			}
 			defer stopProfile()
-			p := recallParams{count: *count, warmup: *warmup, restart: *restart, archive: *archive, embedder: *embedder, candidates: *candidates, notes: stderr}
+			p := recallParams{count: *count, warmup: *warmup, restart: *restart, archive: *archive, twoPeople: *twoPeople, embedder: *embedder, candidates: *candidates, notes: stderr}
 			if p.candidates != 0 {
 				if err := contract.CheckRecallCandidates(p.candidates); err != nil {
 					fmt.Fprintf(stderr, "membus bench recall: --recall-candidates %v (0: the default)\n", err)
 					return 2
 				}
+			}
+			if p.twoPeople && !p.archive {
+				fmt.Fprintln(stderr, "membus bench recall: --two-people needs --archive (the two people are the speakers of the archived messages)")
+				return 2
 			}
 			if p.embedder != "hash" && p.embedder != "onnx" {
 				fmt.Fprintf(stderr, "membus bench recall: --embedder must be hash or onnx, got %q\n", p.embedder)
@@ -118,6 +126,9 @@ func benchRecallCmd() *cobra.Command {
 }
 
 // recallWords is the vocabulary of the generated memories and queries.
+// benchPeople say the seeded messages with --two-people.
+var benchPeople = [2]string{"Alice", "Bob"}
+
 var recallWords = strings.Fields(`alice bob carol dave erin frank grace heidi ivan judy
 	likes loves visited moved works studies plays cooks reads bought painted adopted
 	coffee tea cello guitar denver boston paris tokyo berlin lisbon garden kitchen bicycle kayak
@@ -181,13 +192,20 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 		account += "-" + rb.RunID
 	}
 	start := time.Now()
-	texts, err := seedRecallMemories(ctx, env, account, user, agent, size, p.archive)
+	var speakers []string
+	if p.twoPeople {
+		speakers = benchPeople[:]
+	}
+	texts, err := seedRecallMemories(ctx, env, account, user, agent, size, p.archive, speakers)
 	if err != nil {
 		return bench.Result{}, fmt.Errorf("seed: %w", err)
 	}
 	what := "memories"
 	if p.archive {
 		what = "memories, their source messages and the archives' session contexts"
+	}
+	if p.twoPeople {
+		what += " (the messages said by " + benchPeople[0] + " and " + benchPeople[1] + ")"
 	}
 	fmt.Fprintf(p.notes, "membus bench recall: %d %s written to SQL and the local index in %s\n", size, what, time.Since(start).Round(time.Millisecond))
 
@@ -203,6 +221,14 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 		qs[i] = "what does " + name + " " + recallSentence(queries, 3)
 		if i%2 == 1 {
 			qs[i] = "which " + recallSentence(queries, 1) + " has " + name + " " + recallSentence(queries, 2)
+		}
+		if p.twoPeople {
+			// Both speakers named: recall embeds the question once more per person.
+			both := benchPeople[0] + " and " + benchPeople[1]
+			qs[i] = "what do " + both + " both " + recallSentence(queries, 3)
+			if i%2 == 1 {
+				qs[i] = "which " + recallSentence(queries, 1) + " have " + both + " both " + recallSentence(queries, 2)
+			}
 		}
 	}
 	subject := env.Names.RPC(account, "recall")
@@ -220,6 +246,11 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 	res, err := bench.Run(ctx, "recall", opt, op)
 	if err != nil {
 		return res, err
+	}
+	if p.twoPeople {
+		if err := notePersonQueries(env, p, len(qs)); err != nil {
+			return res, err
+		}
 	}
 	// RSS is membus's: read before the floor's own copy of every vector exists.
 	res.RSSMB = bench.RSSMB()
@@ -367,6 +398,26 @@ func bruteForceOp(emb embed.Embedder, vecs [][]float32, qs []string, k int) benc
 	}
 }
 
+// notePersonQueries says how many of the n recalls ran recall's per-person queries
+// (membus_recall_person_queries_total), and fails when a learned model's ran none: the run
+// would not measure what --two-people asks for. The hash embedder runs none (it cannot mask).
+func notePersonQueries(env *app.Env, p recallParams, n int) error {
+	reg := env.Registry("recall")
+	if reg == nil {
+		return errors.New("--two-people: no recall service in this process to count its per-person queries")
+	}
+	fams, err := reg.Families()
+	if err != nil {
+		return err
+	}
+	ran, _ := metrics.Value(fams, "membus_recall_person_queries_total", nil)
+	fmt.Fprintf(p.notes, "membus bench recall: %.0f of %d recalls ran the per-person queries\n", ran, n)
+	if ran == 0 && p.embedder != "hash" {
+		return errors.New("--two-people: no recall ran the per-person queries (see services/recall/persons.go)")
+	}
+	return nil
+}
+
 // seedRecallMemories writes n user-scope memories (with a few agent-scope ones) of one user
 // into SQL, through the store's own writes (one archive per batch), and into the vector store,
 // and returns their texts (the floor embeds them again once RSS is read). With archive, each
@@ -374,7 +425,8 @@ func bruteForceOp(emb embed.Embedder, vecs [][]float32, qs []string, k int) benc
 // archive is indexed as the projection indexes a committed one (projection.IndexArchive): its
 // memories, one point per archived message and a session context per speaker, so recall's
 // archive scope, neighbouring-turn lift and session contexts have what a real user's have.
-func seedRecallMemories(ctx context.Context, env *app.Env, account, user, agent string, n int, archive bool) ([]string, error) {
+// speakers, when set, name the two who say the messages in turn (else they are the roles').
+func seedRecallMemories(ctx context.Context, env *app.Env, account, user, agent string, n int, archive bool, speakers []string) ([]string, error) {
 	const session, batch = "bench-recall-seed", 1000
 	turn := store.Turn{AccountID: account, UserID: user, AgentID: agent, SessionID: session, EventID: "bench-recall-seed",
 		Messages: []store.Message{{MessageID: "seed", Role: contract.RoleUser, Content: "seed", Parts: json.RawMessage(`[]`), Tokens: 1, CreatedAt: time.Now()}}}
@@ -398,7 +450,7 @@ func seedRecallMemories(ctx context.Context, env *app.Env, account, user, agent 
 			return nil, err
 		}
 		if archive {
-			if err := seedSourceMessages(ctx, env, turn, b, texts); err != nil {
+			if err := seedSourceMessages(ctx, env, turn, b, texts, speakers); err != nil {
 				return nil, err
 			}
 		}
@@ -438,8 +490,9 @@ func seedRecallMemories(ctx context.Context, env *app.Env, account, user, agent 
 }
 
 // seedSourceMessages writes the source messages of one batch of memories (m-<b+i>, the
-// memory's own text), the user and the assistant in turn, after the session's seq 1+b.
-func seedSourceMessages(ctx context.Context, env *app.Env, seed store.Turn, b int, texts []string) error {
+// memory's own text), the user and the assistant in turn, after the session's seq 1+b; with
+// speakers, each message carries its speaker's name (a session context per name).
+func seedSourceMessages(ctx context.Context, env *app.Env, seed store.Turn, b int, texts []string, speakers []string) error {
 	turn := seed
 	turn.EventID = fmt.Sprintf("bench-recall-seed-%d", b)
 	turn.Messages = make([]store.Message, len(texts))
@@ -451,6 +504,9 @@ func seedSourceMessages(ctx context.Context, env *app.Env, seed store.Turn, b in
 		}
 		turn.Messages[i] = store.Message{MessageID: fmt.Sprintf("m-%d", b+i), Position: i, Role: role, Content: text,
 			Parts: json.RawMessage(`[]`), Tokens: len(text) / 4, CreatedAt: at}
+		if len(speakers) > 0 {
+			turn.Messages[i].Name = speakers[i%len(speakers)]
+		}
 	}
 	_, err := env.Store.ApplyTurns(ctx, nil, []store.Turn{turn})
 	return err

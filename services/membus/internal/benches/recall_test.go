@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,6 +47,10 @@ func TestBenchRecall(t *testing.T) {
 		t.Errorf("bad --sizes: exit %d, want 2", code)
 	}
 	stderr.Reset()
+	if code := run([]string{"bench", "recall", "--two-people"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--two-people needs --archive") {
+		t.Errorf("--two-people without --archive: exit %d, %q", code, stderr.String())
+	}
+	stderr.Reset()
 	if code := run([]string{"bench", "recall", "--recall-candidates", "201"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--recall-candidates must be between 1 and 200") {
 		t.Errorf("bad --recall-candidates: exit %d, stderr %q, want 2 and what is allowed", code, stderr.String())
 	}
@@ -59,20 +64,22 @@ func TestSeedRecallArchive(t *testing.T) {
 	const n = 1500 // two archives: the seeding writes a thousand memories a batch
 	tests := []struct {
 		archive            bool
+		speakers           []string
 		messages, points   int
 		memories, contexts int
 	}{
 		{archive: false, messages: 1, points: n, memories: n},
 		{archive: true, messages: 1 + n, points: n + n + 2*2, memories: n, contexts: 2 * 2},
+		{archive: true, speakers: benchPeople[:], messages: 1 + n, points: n + n + 2*2, memories: n, contexts: 2 * 2},
 	}
 	for _, tc := range tests {
-		t.Run(fmt.Sprintf("archive=%v", tc.archive), func(t *testing.T) {
+		t.Run(fmt.Sprintf("archive=%v,speakers=%v", tc.archive, tc.speakers), func(t *testing.T) {
 			env, closeEnv, err := harness.OpenIn(ctx, "", "interval", "hash", harness.Backend{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer closeEnv()
-			if _, err := seedRecallMemories(ctx, env, "acme", "alice", "main", n, tc.archive); err != nil {
+			if _, err := seedRecallMemories(ctx, env, "acme", "alice", "main", n, tc.archive, tc.speakers); err != nil {
 				t.Fatal(err)
 			}
 			msgs, err := env.Store.MessagesBySeq(ctx, "acme", "bench-recall-seed", 0, int64(n+10))
@@ -82,9 +89,16 @@ func TestSeedRecallArchive(t *testing.T) {
 			if len(msgs) != tc.messages {
 				t.Fatalf("%d messages in SQL, want %d", len(msgs), tc.messages)
 			}
-			for _, m := range msgs[1:] {
+			for i, m := range msgs[1:] {
 				if m.ArchiveID == "" {
 					t.Fatalf("message %s (seq %d) not archived", m.MessageID, m.Seq)
+				}
+				want := ""
+				if len(tc.speakers) > 0 {
+					want = tc.speakers[i%2]
+				}
+				if m.Name != want {
+					t.Fatalf("message %s (seq %d) said by %q, want the speakers %q in turn", m.MessageID, m.Seq, m.Name, tc.speakers)
 				}
 			}
 			if got, err := env.Vectors.Count(ctx, "acme"); err != nil || got != tc.points {
@@ -98,6 +112,9 @@ func TestSeedRecallArchive(t *testing.T) {
 				}
 				for _, p := range pts {
 					kinds[p.Kind]++
+					if sp := p.Payload["speaker"]; p.Kind == projection.KindContext && len(tc.speakers) > 0 && !slices.Contains(tc.speakers, sp) {
+						t.Errorf("a session context of %q, want one of %q", sp, tc.speakers)
+					}
 				}
 				if next == "" {
 					break
