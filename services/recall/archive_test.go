@@ -225,9 +225,9 @@ func TestConfigFrom(t *testing.T) {
 		wantErr bool
 	}{
 		{"defaults", func(*config.Config) {}, func(c Config) bool {
-			return len(c.DefaultScopes) == 3 && !c.Decay && !c.MMR && c.PersonQueries && c.Fusion == contract.FusionWeighted && c.CandidatesPerSide == 24
+			return len(c.DefaultScopes) == 3 && !c.Decay && !c.MMR && !c.PersonQueries && c.Fusion == contract.FusionWeighted && c.CandidatesPerSide == 24
 		}, false},
-		{"person queries off", func(c *config.Config) { c.RecallPersonQueries = false }, func(c Config) bool { return !c.PersonQueries }, false},
+		{"person queries on", func(c *config.Config) { c.RecallPersonQueries = true }, func(c Config) bool { return c.PersonQueries }, false},
 		{"candidates", func(c *config.Config) { c.RecallCandidates = 48 }, func(c Config) bool { return c.CandidatesPerSide == 48 }, false},
 		{"scopes", func(c *config.Config) { c.RecallScopes = "user, agent" }, func(c Config) bool { return len(c.DefaultScopes) == 2 }, false},
 		{"switches", func(c *config.Config) { c.RecallDecay, c.RecallMMR, c.RecallFusion = true, true, "rrf" },

@@ -130,7 +130,13 @@ func TestRecallReadsTheSessionContext(t *testing.T) {
 // every candidate traced (threshold 0, limit 20), and returns each traced candidate's score.
 func (e *env) traceScores(emb embed.Embedder, user, query string) map[string]float64 {
 	e.t.Helper()
-	svc, err := New(Defaults(), Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: emb, Vectors: e.vec, Metrics: e.svc.d.Metrics})
+	return e.traceScoresWith(Defaults(), emb, user, query)
+}
+
+// traceScoresWith is traceScores with recall's config cfg.
+func (e *env) traceScoresWith(cfg Config, emb embed.Embedder, user, query string) map[string]float64 {
+	e.t.Helper()
+	svc, err := New(cfg, Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: emb, Vectors: e.vec, Metrics: e.svc.d.Metrics})
 	if err != nil {
 		e.t.Fatal(err)
 	}

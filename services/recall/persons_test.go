@@ -73,7 +73,11 @@ func TestRecallPersonQueries(t *testing.T) {
 		named("Andrew", "My cat naps on the couch all day."),
 		named("Audrey", "We should go hiking with the dogs soon."),
 		named("Andrew", "The cat hates hiking."))
-	recall := func(emb embed.Embedder, query string) map[string]float64 { return e.traceScores(emb, "alice", query) }
+	on := Defaults()
+	on.PersonQueries = true // MEMBUS_RECALL_PERSON_QUERIES=true: off by default
+	recall := func(emb embed.Embedder, query string) map[string]float64 {
+		return e.traceScoresWith(on, emb, "alice", query)
+	}
 
 	const both = "What pets do Audrey and Andrew both have?"
 	masking := &maskingEmbedder{Embedder: e.emb}
@@ -121,14 +125,12 @@ func TestRecallPersonQueries(t *testing.T) {
 		t.Errorf("membus_recall_person_queries_total %v, want 1", n)
 	}
 	masking.drops = nil
-	off := Defaults()
-	off.PersonQueries = false
-	svc, err := New(off, Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: masking, Vectors: e.vec, Metrics: e.svc.d.Metrics})
+	svc, err := New(Defaults(), Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: masking, Vectors: e.vec, Metrics: e.svc.d.Metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Recall(e.ctx, "acme", contract.RecallRequest{UserID: "alice", Query: both}); err != nil || len(masking.drops) != 0 {
-		t.Fatalf("switched off (MEMBUS_RECALL_PERSON_QUERIES=false): %v, masked rows asked for %q, want none", err, masking.drops)
+		t.Fatalf("by default (off): %v, masked rows asked for %q, want none", err, masking.drops)
 	}
 	for _, query := range []string{"What pets does Audrey have?", "What pets do Audrey and Paris have?"} {
 		one, base := recall(masking, query), recall(&recordingEmbedder{Embedder: e.emb}, query)

@@ -36,7 +36,7 @@ type Config struct {
 	Fusion            string        // contract.FusionWeighted (default), FusionRRF or FusionDense (evaluation only)
 	Decay             bool          // temporal decay (half-life 30 days, floor 0.5×, evergreen exempt); off by default
 	MMR               bool          // MMR rerank (λ 0.7); off by default
-	PersonQueries     bool          // a question naming two speakers embedded once more per person (persons.go); on by default
+	PersonQueries     bool          // a question naming two speakers embedded once more per person (persons.go); off by default: over the latency budget
 	ArchiveContext    int           // earlier messages shown with an archive item as context (never sources); default 1
 	SearchTimeout     time.Duration // bound of the vector search; past it recall answers degraded (default 2 s)
 	FallbackMemories  int           // newest memories the degraded keyword search scores (default 5000)
@@ -47,7 +47,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{Limit: 6, ScoreThreshold: 0.15, MaxInjectedChars: 4000, CandidatesPerSide: contract.DefaultRecallCandidates, MaxItemChars: 1000, UserShare: 0.6,
 		DefaultScopes: []string{contract.ScopeUser, contract.ScopeAgent, contract.ScopeArchive}, Fusion: contract.FusionWeighted,
-		PersonQueries: true, ArchiveContext: 1, SearchTimeout: 2 * time.Second, FallbackMemories: 5000, KeepRecent: contract.DefaultKeepRecent}
+		ArchiveContext: 1, SearchTimeout: 2 * time.Second, FallbackMemories: 5000, KeepRecent: contract.DefaultKeepRecent}
 }
 
 // Validate names the bad key.

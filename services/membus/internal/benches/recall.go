@@ -47,6 +47,7 @@ type recallParams struct {
 	restart   bool   // embedded: also measure a membus up restarted on the seeded data
 	archive   bool   // also write and index the messages the memories came from
 	twoPeople bool   // with archive: two named people say the messages, and every question names both
+	persons   bool   // recall_person_queries (opt-in)
 	embedder  string // hash or onnx (MEMBUS_MODEL_DIR, else ./data/models)
 	// candidates: recall_candidates, each side of each scope (0 = the default, 24)
 	candidates int
@@ -67,7 +68,8 @@ func benchRecallCmd() *cobra.Command {
 	restart := fs.Bool("restart", true, "embedded: also start membus up (this executable) on each size's seeded data, send it the same recalls over HTTP and print its RSS")
 	embedder := fs.String("embedder", "hash", "hash, or onnx: the local model in MEMBUS_MODEL_DIR (else ./data/models; `make model`), which also embeds the seeded memories")
 	archive := fs.Bool("archive", false, "also write each memory's source message (the user and the assistant in turn) and index the archives: their messages and session contexts, as for a user whose memories came from conversations")
-	twoPeople := fs.Bool("two-people", false, "with --archive: the source messages are said by "+benchPeople[0]+" and "+benchPeople[1]+" in turn and every question names both, so each recall also runs its per-person queries (services/recall/persons.go)")
+	twoPeople := fs.Bool("two-people", false, "with --archive: the source messages are said by "+benchPeople[0]+" and "+benchPeople[1]+" in turn and every question names both, so that with --person-queries each recall also runs its per-person queries (services/recall/persons.go)")
+	persons := fs.Bool("person-queries", false, "switch on recall's opt-in per-person queries (MEMBUS_RECALL_PERSON_QUERIES), to measure them (with --archive --two-people: without two people named, none runs)")
 	candidates := fs.Int("recall-candidates", 0, fmt.Sprintf("candidates recall takes from each side of each scope (MEMBUS_RECALL_CANDIDATES, 1-%d; 0: the default, %d)", contract.MaxRecallCandidates, contract.DefaultRecallCandidates))
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -78,7 +80,7 @@ func benchRecallCmd() *cobra.Command {
 				return 1
 			}
 			defer stopProfile()
-			p := recallParams{count: *count, warmup: *warmup, restart: *restart, archive: *archive, twoPeople: *twoPeople, embedder: *embedder, candidates: *candidates, notes: stderr}
+			p := recallParams{count: *count, warmup: *warmup, restart: *restart, archive: *archive, twoPeople: *twoPeople, persons: *persons, embedder: *embedder, candidates: *candidates, notes: stderr}
 			if p.candidates != 0 {
 				if err := contract.CheckRecallCandidates(p.candidates); err != nil {
 					fmt.Fprintf(stderr, "membus bench recall: --recall-candidates %v (0: the default)\n", err)
@@ -181,6 +183,7 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 		if p.candidates > 0 {
 			c.RecallCandidates = p.candidates
 		}
+		c.RecallPersonQueries = p.persons
 	})
 	if err != nil {
 		return bench.Result{}, err
@@ -277,7 +280,7 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 			return res, err
 		}
 		closeOnce.Do(closeEnv)
-		rss, err := restartedRSS(ctx, dir, p.embedder, modelDir, p.candidates, account, user, agent, qs)
+		rss, err := restartedRSS(ctx, dir, modelDir, p, account, user, agent, qs)
 		if err != nil {
 			return res, fmt.Errorf("restarted membus up: %w", err)
 		}
@@ -291,7 +294,7 @@ func benchRecallSize(ctx context.Context, size int, p recallParams) (bench.Resul
 // seeded, as a user restarting it would, sends it the run's recalls over HTTP (insecure mode,
 // loopback), and returns its resident set size: what membus holding those memories occupies,
 // without the seeding's garbage or the floor's copy of the vectors.
-func restartedRSS(ctx context.Context, dir, embedder, modelDir string, candidates int, account, user, agent string, qs []string) (float64, error) {
+func restartedRSS(ctx context.Context, dir, modelDir string, p recallParams, account, user, agent string, qs []string) (float64, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
@@ -313,10 +316,13 @@ func restartedRSS(ctx context.Context, dir, embedder, modelDir string, candidate
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "MEMBUS_DATA_DIR="+dir, "MEMBUS_EMBEDDER="+embedder, "MEMBUS_MODEL_DIR="+modelDir, "MEMBUS_NATS_SYNC=interval", "MEMBUS_NATS_LISTEN="+addrs[0],
+	cmd.Env = append(cmd.Env, "MEMBUS_DATA_DIR="+dir, "MEMBUS_EMBEDDER="+p.embedder, "MEMBUS_MODEL_DIR="+modelDir, "MEMBUS_NATS_SYNC=interval", "MEMBUS_NATS_LISTEN="+addrs[0],
 		"MEMBUS_HTTP_ADDR="+addrs[1], "MEMBUS_INSECURE_NO_AUTH=true", "MEMBUS_LOG_LEVEL=error", "MEMBUS_RATE_LIMIT=1000000", "MEMBUS_RATE_BURST=1000000")
-	if candidates > 0 {
-		cmd.Env = append(cmd.Env, fmt.Sprintf("MEMBUS_RECALL_CANDIDATES=%d", candidates))
+	if p.candidates > 0 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("MEMBUS_RECALL_CANDIDATES=%d", p.candidates))
+	}
+	if p.persons {
+		cmd.Env = append(cmd.Env, "MEMBUS_RECALL_PERSON_QUERIES=true")
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -399,8 +405,9 @@ func bruteForceOp(emb embed.Embedder, vecs [][]float32, qs []string, k int) benc
 }
 
 // notePersonQueries says how many of the n recalls ran recall's per-person queries
-// (membus_recall_person_queries_total), and fails when a learned model's ran none: the run
-// would not measure what --two-people asks for. The hash embedder runs none (it cannot mask).
+// (membus_recall_person_queries_total), and fails when they are on and a learned model's ran
+// none: the run would not measure what --person-queries asks for. The hash embedder runs none
+// (it cannot mask).
 func notePersonQueries(env *app.Env, p recallParams, n int) error {
 	reg := env.Registry("recall")
 	if reg == nil {
@@ -412,8 +419,8 @@ func notePersonQueries(env *app.Env, p recallParams, n int) error {
 	}
 	ran, _ := metrics.Value(fams, "membus_recall_person_queries_total", nil)
 	fmt.Fprintf(p.notes, "membus bench recall: %.0f of %d recalls ran the per-person queries\n", ran, n)
-	if ran == 0 && p.embedder != "hash" {
-		return errors.New("--two-people: no recall ran the per-person queries (see services/recall/persons.go)")
+	if ran == 0 && p.persons && p.embedder != "hash" {
+		return errors.New("--person-queries: no recall ran the per-person queries (see services/recall/persons.go)")
 	}
 	return nil
 }

@@ -603,7 +603,7 @@ func evalLocomoIn(ctx context.Context, convs []locomoConv, p evalParams, reuse *
 			c.VectorExactMax = *p.exactMax
 		}
 		c.RecallMMR = p.mmr
-		c.RecallPersonQueries = !p.noPersons
+		c.RecallPersonQueries = p.persons
 		// One ingest fetch loop: a session's turns are then stored (given their seq) in the
 		// order they were published, which is the order said. With two, a batch that commits
 		// first takes the earlier seqs, and the neighbouring-turn lift, which places a message
@@ -707,8 +707,8 @@ func evalLocomoIn(ctx context.Context, convs []locomoConv, p evalParams, reuse *
 	if p.mmr {
 		rep.Config = strings.TrimPrefix(strings.TrimPrefix(rep.Config, "default")+" mmr", " ")
 	}
-	if p.noPersons {
-		rep.Config = strings.TrimPrefix(strings.TrimPrefix(rep.Config, "default")+" no-person-queries", " ")
+	if p.persons {
+		rep.Config = strings.TrimPrefix(strings.TrimPrefix(rep.Config, "default")+" person-queries", " ")
 	}
 	if p.candidates > 0 {
 		rep.Config = strings.TrimPrefix(strings.TrimPrefix(rep.Config, "default")+fmt.Sprintf(" candidates-%d", p.candidates), " ")
@@ -734,8 +734,8 @@ type evalParams struct {
 	fusion   string          // recall fusion ("" = the default)
 	exactMax *int            // vector_exact_max (nil = the default)
 	mmr      bool            // recall_mmr: MMR diversity re-ranking (opt-in; off by default)
-	// noPersons: recall_person_queries off (on by default)
-	noPersons bool
+	// persons: recall_person_queries (opt-in; off by default)
+	persons bool
 	// candidates: recall_candidates, each side of each scope (0 = the default, 24)
 	candidates int
 	sync       string
@@ -779,7 +779,7 @@ func locomoCommand() *cobra.Command {
 	backend := fs.String("backend", "embedded", harness.BackendUsage)
 	exactMax := fs.Int("vector-exact-max", -1, "vector_exact_max of the membus run: 0 searches every user through the quantised index (the users here are small), to compare it with the exact search (negative: the default)")
 	candidates := fs.Int("recall-candidates", 0, fmt.Sprintf("candidates recall takes from each side of each scope in the membus run (MEMBUS_RECALL_CANDIDATES, 1-%d; 0: the default, %d), to measure more or fewer; with --data-dir it only changes recall", contract.MaxRecallCandidates, contract.DefaultRecallCandidates))
-	persons := fs.Bool("person-queries", true, "recall's per-person queries (MEMBUS_RECALL_PERSON_QUERIES; on by default): =false measures recall without them; with --data-dir it only changes recall, so it compares on one ingest")
+	persons := fs.Bool("person-queries", false, "switch on recall's opt-in per-person queries (MEMBUS_RECALL_PERSON_QUERIES) in the membus run, to measure them; with --data-dir it only changes recall, so it compares on one ingest")
 	mmr := fs.Bool("mmr", false, "switch on recall's opt-in MMR diversity re-ranking (MEMBUS_RECALL_MMR) in the membus run, to measure it; with --data-dir it only changes recall, so it compares on one ingest")
 	explain := fs.Bool("explain", false, "also break down, per category, where recall lost each gold turn outside its top 10 (ranked 11-20, a candidate past the limit, collapsed, dropped, or no candidate with or without a memory sourced there)")
 	traceOut := fs.String("trace-out", "", "write each question's ranked-call trace (every candidate, its score parts and sources) to this file as JSON lines, to study the ranking offline; with --extraction, each observation with the best memory sourced at its evidence and its F1")
@@ -851,7 +851,7 @@ func locomoCommand() *cobra.Command {
 				return 1
 			}
 			defer stopProfile()
-			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, mmr: *mmr, noPersons: !*persons, notes: stderr,
+			p := evalParams{sync: *syncMode, embedder: *embedder, baseline: *baseline, fusion: *fusion, mmr: *mmr, persons: *persons, notes: stderr,
 				extraction: *extraction, explain: *explain, traceOut: *traceOut, llmBaseURL: *llmBaseURL, llmModel: *llmModel, llmAPIKey: os.Getenv("MEMBUS_LLM_API_KEY")}
 			if *exactMax >= 0 {
 				p.exactMax = exactMax
