@@ -130,11 +130,15 @@ func TestRecallReadsTheSessionContext(t *testing.T) {
 // every candidate traced (threshold 0, limit 20), and returns each traced candidate's score.
 func (e *env) traceScores(emb embed.Embedder, user, query string) map[string]float64 {
 	e.t.Helper()
-	return e.traceScoresWith(Defaults(), emb, user, query)
+	score := map[string]float64{}
+	for id, tr := range e.traceWith(Defaults(), emb, user, query) {
+		score[id] = tr.Score
+	}
+	return score
 }
 
-// traceScoresWith is traceScores with recall's config cfg.
-func (e *env) traceScoresWith(cfg Config, emb embed.Embedder, user, query string) map[string]float64 {
+// traceWith is each candidate's trace entry, by id, of a recall with config cfg and emb.
+func (e *env) traceWith(cfg Config, emb embed.Embedder, user, query string) map[string]contract.TraceEntry {
 	e.t.Helper()
 	svc, err := New(cfg, Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: emb, Vectors: e.vec, Metrics: e.svc.d.Metrics})
 	if err != nil {
@@ -144,9 +148,9 @@ func (e *env) traceScoresWith(cfg Config, emb embed.Embedder, user, query string
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	score := map[string]float64{}
+	out := map[string]contract.TraceEntry{}
 	for _, tr := range resp.Trace {
-		score[tr.ID] = tr.Score
+		out[tr.ID] = tr
 	}
-	return score
+	return out
 }

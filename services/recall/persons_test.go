@@ -8,10 +8,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/metrics"
+	"github.com/membus/membus/pkg/store"
+	"github.com/membus/membus/pkg/vector"
 )
 
 func TestNamedSpeakers(t *testing.T) {
@@ -76,12 +79,18 @@ func TestRecallPersonQueries(t *testing.T) {
 	on := Defaults()
 	on.PersonQueries = true // MEMBUS_RECALL_PERSON_QUERIES=true: off by default
 	recall := func(emb embed.Embedder, query string) map[string]float64 {
-		return e.traceScoresWith(on, emb, "alice", query)
+		score := map[string]float64{}
+		for id, tr := range e.traceWith(on, emb, "alice", query) {
+			score[id] = tr.Score
+		}
+		return score
 	}
 
 	const both = "What pets do Audrey and Andrew both have?"
 	masking := &maskingEmbedder{Embedder: e.emb}
-	with, without := recall(masking, both), recall(&recordingEmbedder{Embedder: e.emb}, both)
+	// Without the masked rows (an embedder that cannot mask), the question names two speakers
+	// and does not add its dense part again after the lift; with them, it does.
+	with, without := recall(masking, both), e.traceWith(on, &recordingEmbedder{Embedder: e.emb}, "alice", both)
 	if want := [][][]string{{{"Andrew", "both", "and"}, {"Audrey", "both", "and"}}}; !slices.EqualFunc(masking.drops, want, func(a, b [][]string) bool {
 		return slices.EqualFunc(a, b, slices.Equal)
 	}) {
@@ -105,11 +114,12 @@ func TestRecallPersonQueries(t *testing.T) {
 			t.Fatal(err)
 		}
 		cos := func(v []float32) float64 { return clamp01(float64(embed.Cosine(p.Vector, v))) }
-		want := without[id] + personWeight*(max(cos(rows[0]), cos(rows[1]))-cos(q[0]))
+		base := without[id]
+		want := base.Score + denseAfterLift*base.Parts.Dense + personWeight*(max(cos(rows[0]), cos(rows[1]))-cos(q[0]))
 		if math.Abs(s-want) > 1e-6 {
-			t.Errorf("%s (%q): %v with the person rows, want %v (%v without)", id, p.Text, s, want, without[id])
+			t.Errorf("%s (%q): %v with the person rows, want %v (%v without)", id, p.Text, s, want, base.Score)
 		}
-		if s != without[id] {
+		if s != base.Score {
 			moved++
 		}
 	}
@@ -137,5 +147,55 @@ func TestRecallPersonQueries(t *testing.T) {
 		if len(masking.drops) != 0 || !maps.Equal(one, base) {
 			t.Errorf("%q: masked rows %q, scores %v against %v; want none and the same", query, masking.drops, one, base)
 		}
+	}
+}
+
+// TestDenseAfterLiftTwoSpeakers: a question naming two of the user's speakers does not add its
+// dense part again after the lift, unless the per-person queries ranked it by each person.
+func TestDenseAfterLiftTwoSpeakers(t *testing.T) {
+	e := newEnv(t, false)
+	svc, err := New(Defaults(), Deps{NC: e.svc.d.NC, Names: e.names, Store: e.st, Embedder: &recordingEmbedder{Embedder: e.emb}, Vectors: e.vec, Metrics: e.svc.d.Metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const query = "What pets do Audrey and Andrew both have?"
+	mem := vector.Point{Kind: contract.KindMemory, Scope: contract.ScopeUser}
+	hits := [][]vector.Hit{{{ID: "m1", Dense: 0.9, Keyword: 2, Point: mem}, {ID: "m2", Dense: 0.6, Point: mem}}}
+	rows := [][]store.RecallRow{{{ID: "m1", Scope: contract.ScopeUser, Text: "Audrey adopted two dogs."}, {ID: "m2", Scope: contract.ScopeUser, Text: "Andrew has a cat."}}}
+	both := map[speakerSession]float64{{"s1", "Audrey"}: 0.5, {"s1", "Andrew"}: 0.4}
+	one := map[speakerSession]float64{{"s1", "Audrey"}: 0.5, {"s1", "Zoe"}: 0.4}
+	score := func(f found) map[string]contract.ScoreParts {
+		f.hits, f.rows = hits, rows
+		cands, _ := svc.candidates(e.ctx, "acme", f, query, time.Now())
+		out := map[string]contract.ScoreParts{}
+		for _, c := range cands {
+			p := c.parts
+			p.Fused = c.score // the final score, to compare
+			out[c.id] = p
+		}
+		return out
+	}
+	// Scored again after the lift: one named speaker, or the per-person queries ran (all 0).
+	ref := score(found{contexts: one})
+	for _, tc := range []struct {
+		name  string
+		f     found
+		again bool
+	}{
+		{"one of the two names a speaker", found{contexts: one}, true},
+		{"two speakers named", found{contexts: both}, false},
+		{"two speakers named, the per-person queries ran", found{contexts: both, persons: map[string]float64{"m1": 0, "m2": 0}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for id, p := range score(tc.f) {
+				want := ref[id].Fused
+				if !tc.again {
+					want -= denseAfterLift * p.Dense
+				}
+				if p.Dense == 0 || math.Abs(p.Fused-want) > 1e-9 {
+					t.Errorf("%s: score %v (dense part %v), want %v", id, p.Fused, p.Dense, want)
+				}
+			}
+		})
 	}
 }

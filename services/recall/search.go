@@ -359,7 +359,13 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 		liftByNeighbours(cands, places)
 		penaliseQuestions(cands)
 		if learned(s.d.Embedder) {
-			addDenseAfterLift(cands)
+			// A question naming two of the user's speakers embeds as a mix of two persons'
+			// halves, so its dense part says less: it does not rank by it again after the
+			// lift, unless the per-person queries rank by each half (README "Recall quality",
+			// the two-speaker round: with them, skipping it too loses multi-hop).
+			if f.persons != nil || len(namedSpeakers(query, f.contexts)) < 2 {
+				addDenseAfterLift(cands)
+			}
 			addSpecifics(cands, query)
 			addSessionContext(cands, places, f.contexts)
 			addPersons(cands, f.persons)
