@@ -15,6 +15,7 @@ GO=${GO:-go}
 read -r -a flags <<<"${TEST_FLAGS:--race -count=1 -timeout 15m -p 4}"
 read -r -a packages <<<"$PACKAGES"
 
+t0=$(date +%s)
 plugin_log=$(mktemp "${TMPDIR:-/tmp}/membus-plugin-test.XXXXXX")
 trap 'rm -f "$plugin_log"; kill "$plugin" 2>/dev/null || true' EXIT
 bash clients/openclaw/scripts/test.sh >"$plugin_log" 2>&1 &
@@ -26,6 +27,8 @@ echo "$GO test ${flags[*]} ${packages[*]}"
 "$GO" test "${flags[@]}" "${packages[@]}" || rc=1
 echo "cd deploy/loadtest && GOWORK=off $GO test ${flags[*]} ./..."
 (cd deploy/loadtest && GOWORK=off "$GO" test "${flags[@]}" ./...) || rc=1
+# Which of the two is the long pole (the plugin's own lines count from its start, the same second).
+echo "== go tests: done $(( $(date +%s) - t0 ))s after they and the plugin suite started"
 
 plugin_rc=0
 wait "$plugin" || plugin_rc=$?

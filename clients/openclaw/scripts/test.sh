@@ -30,14 +30,26 @@ say "node $(node --version), npm $(npm --version)"
 # npm ci from the lockfile; skipped when node_modules was installed from this very lockfile.
 # Install scripts are not run: npm 11 skips them unless allow-listed anyway, and none is needed
 # here (openclaw's postinstall only prepares bundled plugins for its own CLI).
+# npm ci writes about 650 MB of node_modules (two minutes of a CI run on 2 busy cores): its
+# result is kept in the cache per lockfile and Node version, untouched by any test, and a fresh
+# clone copies it (seconds) instead. The copy is written aside and renamed into place, so an
+# interrupted one is never taken for whole.
 stamp="$plugin/node_modules/.membus-lock.sha256"
 want="$(sha256sum "$plugin/package-lock.json" | cut -d' ' -f1) $(node --version)"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+kept="$cache/plugin-modules/$(echo "$want" | sha256sum | cut -c1-16)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  say "node_modules matches package-lock.json"
+elif [ -f "$kept/node_modules/.membus-lock.sha256" ] && [ "$(cat "$kept/node_modules/.membus-lock.sha256")" = "$want" ]; then
+  say "node_modules: the npm ci of this lockfile kept in $kept"
+  rm -rf "$plugin/node_modules"
+  cp -a "$kept/node_modules" "$plugin/"
+else
   say "npm ci"
   (cd "$plugin" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
   echo "$want" > "$stamp"
-else
-  say "node_modules matches package-lock.json"
+  rm -rf "$cache/plugin-modules" && mkdir -p "$cache/plugin-modules"
+  tmp="$(mktemp -d "$cache/plugin-modules/.partial.XXXXXX")"
+  cp -a "$plugin/node_modules" "$tmp/" && mv "$tmp" "$kept"
 fi
 
 # The integration test runs bin/membus (MEMBUS_BIN overrides it). It is always rebuilt (an
