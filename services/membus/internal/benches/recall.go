@@ -28,6 +28,7 @@ import (
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
 	"github.com/membus/membus/pkg/embed"
+	"github.com/membus/membus/pkg/embed/onnx"
 	"github.com/membus/membus/pkg/memory"
 	"github.com/membus/membus/pkg/metrics"
 	"github.com/membus/membus/pkg/projection"
@@ -94,6 +95,9 @@ func benchRecallCmd() *cobra.Command {
 			if p.embedder != "hash" && p.embedder != "onnx" {
 				fmt.Fprintf(stderr, "membus bench recall: --embedder must be hash or onnx, got %q\n", p.embedder)
 				return 2
+			}
+			if p.embedder == "onnx" {
+				fmt.Fprintf(stderr, "membus bench recall: the model runs on %s\n", onnx.CPU())
 			}
 			rb, err := harness.BackendFlag(*backend)
 			if err != nil {

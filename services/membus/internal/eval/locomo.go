@@ -25,6 +25,7 @@ import (
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/embed/onnx"
 	"github.com/membus/membus/services/membus/internal/app"
 	"github.com/membus/membus/services/membus/internal/cli"
 	"github.com/membus/membus/services/membus/internal/harness"
@@ -883,6 +884,10 @@ func locomoCommand() *cobra.Command {
 				return 1
 			}
 			fmt.Fprintf(stderr, "membus eval locomo: %d conversations in %s\n", len(convs), time.Since(start).Round(time.Millisecond))
+			if *embedder == "onnx" {
+				// An int8 model's vectors, and so a few ranks, depend on the CPU's int8 kernels.
+				fmt.Fprintf(stderr, "membus eval locomo: the model ran on %s\n", onnx.CPU())
+			}
 			switch {
 			case *extraction && *asJSON:
 				err = writeExtractionJSON(stdout, res.extraction)
