@@ -12,7 +12,7 @@ import (
 )
 
 // CPU names the processor a model runs on here: its model name, its logical cores and the
-// widest int8 dot-product instructions it has ("AMD EPYC, 2 cores, int8: AVX-512 VNNI").
+// best int8 matrix instructions it has ("AMD EPYC, 2 cores, int8: AVX-512 VNNI").
 // ONNX Runtime picks its int8 matrix kernels by those instructions, and an int8 model's vectors
 // differ in their last digits from one kernel to another: two ingests repeat on one machine,
 // while a machine with other instructions ranks a few candidates differently (README "Recall
@@ -48,10 +48,13 @@ func cpuModel(r io.Reader) string {
 	return ""
 }
 
-// int8Instructions is the widest int8 dot-product extension of this CPU, in the order ONNX
-// Runtime's kernels prefer them.
+// int8Instructions is the best of the instruction sets ONNX Runtime has int8 matrix kernels
+// for that this CPU has, in the order the runtime prefers them (AMX, then VNNI, then the
+// multiply-adds of AVX-512BW and AVX2, whose 16-bit sums can saturate).
 func int8Instructions() string {
 	switch {
+	case cpu.X86.HasAMXInt8:
+		return "AMX"
 	case cpu.X86.HasAVX512VNNI:
 		return "AVX-512 VNNI"
 	case cpu.X86.HasAVXVNNI:
