@@ -21,6 +21,18 @@ def folds():
                [i for i in s.ALL if s.lines[i]['conv'] == held])
 
 
+def held_out(extra, grid):
+    """Per category R@10 of the trace's score + a × extra, a picked from grid on four
+    conversations and scored on the fifth; and the a of each fold."""
+    by, picks = {}, []
+    for train, test in folds():
+        a = max(grid, key=lambda a: s.core(s.table(train, s.added(extra, a))))
+        picks.append(a)
+        for c, vs in s.table(test, s.added(extra, a)).items():
+            by.setdefault(c, []).extend(vs)
+    return by, picks
+
+
 def summed(names):
     cos = {n: s.cosines(n) for n in names}
     return [{k: sum(cos[n][qi].get(k, 0.0) for n in names) for k in cos[names[0]][qi]} for qi in s.ALL]
@@ -30,12 +42,7 @@ def linear():
     own = [{e['id']: e['parts']['dense'] for e in line['trace']} for line in s.lines]
     for tag, extra in [('own dense', own)] + [('+'.join(ns), summed(ns)) for ns in
                                               (['minilm'], ['bge'], ['e5'], ['bge', 'e5'], ['minilm', 'bge'], ['minilm', 'bge', 'e5'])]:
-        by, picks = {}, []
-        for train, test in folds():
-            a = max(GRID, key=lambda a: s.core(s.table(train, s.added(extra, a))))
-            picks.append(a)
-            for c, vs in s.table(test, s.added(extra, a)).items():
-                by.setdefault(c, []).extend(vs)
+        by, picks = held_out(extra, GRID)
         s.report(f'held-out + a × {tag} (a {picks})', by)
 
 

@@ -65,12 +65,7 @@ def screen(tag, extra, grid):
     for a in grid:
         if a:
             s.report(f'{tag} a {a:+}', s.table(s.ALL, s.added(extra, a)))
-    by, picks = {}, []
-    for train, test in h.folds():
-        a = max(grid, key=lambda a: s.core(s.table(train, s.added(extra, a))))
-        picks.append(a)
-        for c, vs in s.table(test, s.added(extra, a)).items():
-            by.setdefault(c, []).extend(vs)
+    by, picks = h.held_out(extra, grid)
     s.report(f'held-out {tag} (a {picks})', by)
 
 
