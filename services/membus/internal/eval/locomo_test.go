@@ -2,6 +2,7 @@ package eval
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"math"
@@ -13,9 +14,11 @@ import (
 	"time"
 )
 
-// locomoDevPath is the dev split, relative to this package: the shared data sits beside the
-// clone (../shared from the clone root).
-var locomoDevPath = filepath.Join("..", "..", "..", "..", "..", "shared", "data", "locomo", "locomo-dev.json")
+// locomoDevPath is the dev split: MEMBUS_LOCOMO when set (make test sets it for a clone made
+// away from the shared data), else the shared data beside the clone (../shared from the clone
+// root), relative to this package.
+var locomoDevPath = cmp.Or(os.Getenv("MEMBUS_LOCOMO"),
+	filepath.Join("..", "..", "..", "..", "..", "shared", "data", "locomo", "locomo-dev.json"))
 
 func TestBM25Tokens(t *testing.T) {
 	tests := []struct {
@@ -80,7 +83,7 @@ func TestLocomoEvidenceNormalisation(t *testing.T) {
 // split: categories 1–4, n 760, R@5 0.516, R@10 0.587, all@10 0.541 (±0.02).
 func TestBM25ReproducesAnchor(t *testing.T) {
 	if _, err := os.Stat(locomoDevPath); err != nil {
-		t.Skipf("LoCoMo dev split not found at %s (the shared data beside the clone): %v", locomoDevPath, err)
+		t.Skipf("LoCoMo dev split not found at %s (the shared data beside the clone; MEMBUS_LOCOMO names another path): %v", locomoDevPath, err)
 	}
 	convs, err := loadLocomo(locomoDevPath)
 	if err != nil {
