@@ -64,7 +64,7 @@ type Config struct {
 	RecallDecay, RecallMMR bool
 	// RecallPersonQueries: a question naming two of the user's speakers is embedded once more
 	// per person (off by default: those questions take a second model run, past the latency
-	// budget; README "Recall quality", issue 18's person round).
+	// budget; docs/recall-quality.md, issue 18's person round).
 	RecallPersonQueries bool
 	// RecallCandidates is how many candidates recall takes from each side, dense and keyword,
 	// of each scope (24, SPEC; 1–200): more find more, at a cost in latency.
@@ -198,8 +198,8 @@ func (c *Config) fields() []field {
 		{key: "recall_scopes", str: &c.RecallScopes, help: "default recall scopes, comma-separated user, agent, archive (empty: all three)", doc: "default recall scopes", def: "`user,agent,archive`"},
 		{key: "recall_fusion", str: &c.RecallFusion, help: `recall score fusion: "weighted" (0.7 dense + 0.3 keyword) or "rrf"`, doc: "`weighted` (0.7 dense + 0.3 keyword) or `rrf`"},
 		{key: "recall_decay", b: &c.RecallDecay, help: "temporal decay of recall scores (half-life 30 days, never below 0.5x)", doc: "temporal decay of recall scores (half-life 30 days)"},
-		{key: "recall_candidates", n: &c.RecallCandidates, help: "candidates recall takes from each side (dense, keyword) of each scope, 1-200", doc: "candidates recall takes from each side (dense and keyword) of each scope, 1–200 (and twice as many session contexts): more find more and cost latency (LoCoMo R@10 and `bench recall` p99 at 24, 48 and 100 in the README's Recall quality)"},
-		{key: "recall_person_queries", b: &c.RecallPersonQueries, help: "embed a question that names two of the user's speakers once more per person, in one batch of two (multi-hop recall; opt-in: those questions take a second model run, past the 15 ms p99 budget)", doc: "opt-in: a question that names two of the user's speakers is embedded once more per person, in one batch of two, and ranks each candidate by the better person too (LoCoMo multi-hop R@10 0.589 → 0.605); those questions take a second model run, p99 35–38 ms at 10,000 memories here, past the 15 ms budget, so it is off by default (the README's Recall quality, the person round)"},
+		{key: "recall_candidates", n: &c.RecallCandidates, help: "candidates recall takes from each side (dense, keyword) of each scope, 1-200", doc: "candidates recall takes from each side (dense and keyword) of each scope, 1–200 (and twice as many session contexts): more find more and cost latency (LoCoMo R@10 and `bench recall` p99 at 24, 48 and 100 in docs/recall-quality.md)"},
+		{key: "recall_person_queries", b: &c.RecallPersonQueries, help: "embed a question that names two of the user's speakers once more per person, in one batch of two (multi-hop recall; opt-in: those questions take a second model run, past the 15 ms p99 budget)", doc: "opt-in: a question that names two of the user's speakers is embedded once more per person, in one batch of two, and ranks each candidate by the better person too (LoCoMo multi-hop R@10 0.589 → 0.605); those questions take a second model run, p99 35–38 ms at 10,000 memories here, past the 15 ms budget, so it is off by default (docs/recall-quality.md, the person round)"},
 		{key: "recall_mmr", b: &c.RecallMMR, help: "MMR diversity re-ranking of recall results (lambda 0.7)", doc: "MMR diversity re-ranking of recall results (λ 0.7)"},
 		{key: "rate_limit", n: &c.RateLimit, help: "HTTP requests per second per API key (token bucket; shared through Redis when set)", doc: "HTTP requests per second per API key (token bucket; shared through Redis when set, else per replica)"},
 		{key: "rate_burst", n: &c.RateBurst, help: "HTTP request burst per API key", doc: "HTTP request burst per API key"},

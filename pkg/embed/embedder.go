@@ -38,7 +38,7 @@ func EmbedQuery(ctx context.Context, e Embedder, queries []string) ([][]float32,
 
 // MaskedQueryEmbedder is implemented by embedders that can embed one query several times in
 // one model run, with some of its words left out of what the model reads (recall's
-// per-person queries: README "Recall quality", issue 18's person round).
+// per-person queries: docs/recall-quality.md, issue 18's person round).
 type MaskedQueryEmbedder interface {
 	// EmbedQueryMasked returns one vector per drop list, all from one batch: the query as
 	// EmbedQuery embeds it, but with the list's words (whole words, any case) masked out (an

@@ -12,8 +12,8 @@ import (
 // gets one index point, the mean of the vectors of their messages in it, in a scope no request
 // can name (contract.ValidScope) and no item comes from. Recall searches that scope with the
 // query and adds a little of the best cosine to every candidate its speaker said in that
-// session (services/recall/context.go). Measured on LoCoMo's dev split (README "Recall
-// quality", issue 18's session-context round).
+// session (services/recall/context.go). Measured on LoCoMo's dev split
+// (docs/recall-quality.md, issue 18's session-context round).
 const (
 	ScopeContext = "context"
 	KindContext  = "context"

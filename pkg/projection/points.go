@@ -80,7 +80,7 @@ const previousTurnChars = 300
 // asked after, and the question names the painting. Only the keyword side (BM25, and recall's
 // lexical overlap before the message is read from SQL) sees it: the points are embedded from
 // their own text first (embedArchivePoints); embedding the earlier turn too measured no
-// better on LoCoMo, and the turn after neither way (README "Recall quality"). pts are in
+// better on LoCoMo, and the turn after neither way (docs/recall-quality.md). pts are in
 // history order (created_at, position), as ArchivePoints returns store.ArchiveMessages' and
 // Reconcile reads them: not seq order, which can differ from the order the turns were said.
 func withPreviousTurn(pts []vector.Point) {

@@ -13,7 +13,7 @@ import (
 // best, and shares few words with it. So a candidate scores at least neighbourWeight times the
 // best candidate within neighbourWindow messages of its own in the same session. A memory is
 // placed by the messages it is sourced at. Measured on the LoCoMo dev split
-// (README "Recall quality"); the weight and window were picked by cross-validation over its
+// (docs/recall-quality.md); the weight and window were picked by cross-validation over its
 // conversations: 0.9 with all-MiniLM-L6-v2, 0.85 with e5-small-v2 and the question penalty
 // (score.go; issue 18's fourth round: R@10 0.798–0.804 → 0.806–0.810, multi-hop 0.50 → 0.52).
 const (

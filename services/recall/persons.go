@@ -17,7 +17,7 @@ import (
 // "both", "and") masked out of the model's attention, so the model reads "What pets do Audrey
 // have?". Each candidate then gains personWeight × (its scaled cosine with the better person's
 // row − its scaled cosine with the question). Measured on
-// LoCoMo's dev split (README "Recall quality", the person round); the weight was picked in
+// LoCoMo's dev split (docs/recall-quality.md, the person round); the weight was picked in
 // all five folds of a leave-one-conversation-out run over 0–1.
 const personWeight = 0.6
 

@@ -60,7 +60,7 @@ func awayFrom(q []float32, names [][]float32, w float64) []float32 {
 // vector of a text is the text's words hashed, which BM25 and the lexical overlap already
 // count: moving the query away from a name's vector, and adding the dense part again after the
 // lift, were measured for a model (e5-small-v2) and cost the hash embedder R@10 0.004 and
-// 0.011 on LoCoMo's dev split (README "Recall quality", issue 18's names round).
+// 0.011 on LoCoMo's dev split (docs/recall-quality.md, issue 18's names round).
 func learned(e embed.Embedder) bool {
 	p, ok := e.(embed.Provider)
 	return !ok || p.Provider() != "hash"

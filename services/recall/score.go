@@ -26,20 +26,20 @@ const (
 	preferenceBoost = 0.08
 	// periodBoost: +0.2 when the query names a date and the item was said or happened then
 	// (period.go; 0.05 / 0.1 / 0.2 / 0.3 measured R@10 0.771 / 0.776 / 0.779 / 0.779 on
-	// LoCoMo's dev split, 0.768 without, README "Recall quality").
+	// LoCoMo's dev split, 0.768 without, docs/recall-quality.md).
 	periodBoost     = 0.2
 	maxLexicalBoost = 0.2
 	// questionPenalty: −0.15, after the neighbouring-turn lift, for an archive message that
 	// ends in a question mark (asksQuestion). It asks; the answer is in a turn near it, which
 	// the lift has already raised from the question's own score. Cross-validated over LoCoMo's
-	// dev conversations (README "Recall quality", issue 18's fourth round).
+	// dev conversations (docs/recall-quality.md, issue 18's fourth round).
 	questionPenalty = 0.15
 	// nameWeight: recall searches with the unit vector along q − 0.15·Σ n, q the query's vector
 	// and n those of the names it mentions (queryNames). Both this and denseAfterLift apply
 	// with a learned embedder only (learned, query.go). denseAfterLift: 0.4 × the candidate's
 	// own dense part is added after the lift and the question penalty, so that a turn lifted by
 	// its neighbour ranks by its own relevance too. Measured on one ingest of LoCoMo's dev split
-	// (README "Recall quality", issue 18's names round): nameWeight 0.15 is the best of
+	// (docs/recall-quality.md, issue 18's names round): nameWeight 0.15 is the best of
 	// 0.05–0.3 over all five conversations with denseAfterLift 0.3 (every category at or above
 	// the ranking without either; the leave-one-conversation-out folds picked 0.05–0.2); then
 	// denseAfterLift 0.4 was picked in all five folds of 0.2–0.6 × the lift at 0.8 / 0.85 / 0.9

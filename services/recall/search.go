@@ -164,7 +164,7 @@ func (s *Service) search(ctx context.Context, account string, req contract.Recal
 	var wg sync.WaitGroup
 	if s.cfg.Fusion != contract.FusionDense && learned(s.d.Embedder) {
 		// With the question as asked, not moved from the names: a speaker's session context
-		// is about that person (README "Recall quality", the session-context round).
+		// is about that person (docs/recall-quality.md, the session-context round).
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -361,7 +361,7 @@ func (s *Service) candidates(ctx context.Context, account string, f found, query
 		if learned(s.d.Embedder) {
 			// A question naming two of the user's speakers embeds as a mix of two persons'
 			// halves, so its dense part says less: it does not rank by it again after the
-			// lift, unless the per-person queries rank by each half (README "Recall quality",
+			// lift, unless the per-person queries rank by each half (docs/recall-quality.md,
 			// the two-speaker round: with them, skipping it too loses multi-hop).
 			if f.persons != nil || len(namedSpeakers(query, f.contexts)) < 2 {
 				addDenseAfterLift(cands)

@@ -15,7 +15,7 @@ import (
 // scope's two sides can bring candidates) and adds contextWeight × the scaled cosine of a
 // candidate's speaker in its session, so a turn whose own words miss the question ("This is
 // my book collection so far.") ranks by what its speaker talked about around it. Measured on
-// LoCoMo's dev split (README "Recall quality", the session-context round): the weight was
+// LoCoMo's dev split (docs/recall-quality.md, the session-context round): the weight was
 // picked in four of the five folds of a leave-one-conversation-out run over 0.05–0.3, and the
 // best 24 contexts alone cost adversarial questions what the best 48 do not.
 const contextWeight = 0.05

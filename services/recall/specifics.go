@@ -10,8 +10,8 @@ import (
 // A question that asks which things ("What books has John read?", "Which cities has Tim
 // been to?") is answered by the items that name them: a title, a place, a brand. The items
 // that only restate the question ("John is reading a book that they enjoy") match it as
-// well by words and by meaning, and without this they fill the top of the list (README
-// "Recall quality", issue 18's specifics round).
+// well by words and by meaning, and without this they fill the top of the list
+// (docs/recall-quality.md, issue 18's specifics round).
 var (
 	listQuestionStart = regexp.MustCompile(`(?i)^\s*(what|which)\b`)
 	notAList          = regexp.MustCompile(`(?i)^\s+(is|was|did|does|do)\b`)
@@ -19,8 +19,8 @@ var (
 
 // specificsWeight is added, after the lift, to a candidate of a list question for the names
 // it holds that the question does not (specifics): 0.15 × min(n, 3)/3. Measured on one ingest
-// of LoCoMo's dev split with cross-validation over its conversations (README "Recall
-// quality", issue 18's specifics round).
+// of LoCoMo's dev split with cross-validation over its conversations
+// (docs/recall-quality.md, issue 18's specifics round).
 const (
 	specificsWeight = 0.15
 	specificsCap    = 3

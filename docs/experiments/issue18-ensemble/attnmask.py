@@ -1,4 +1,4 @@
-"""Sub-queries by attention mask, offline (README "Recall quality", issue 18's pooling round).
+"""Sub-queries by attention mask, offline (docs/recall-quality.md, issue 18's pooling round).
 
 A question that names two of the conversation's speakers runs as a batch of three rows with the
 same tokens: the question, and once per person with the other person's name (and, in the second

@@ -1,4 +1,4 @@
-"""The session context, offline (README "Recall quality", issue 18's session-context round).
+"""The session context, offline (docs/recall-quality.md, issue 18's session-context round).
 
 Each speaker of each LoCoMo session gets a vector, the unit mean of e5's vectors of the turns they
 said in it (recall's projection.ContextPoints, one archive a session as the eval commits them). A

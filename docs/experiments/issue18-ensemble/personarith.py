@@ -1,4 +1,4 @@
-"""Per-person queries from the names' cached vectors, offline (README "Recall quality", issue 18's
+"""Per-person queries from the names' cached vectors, offline (docs/recall-quality.md, issue 18's
 arithmetic round).
 
 The attention-mask sub-queries (attnmask.py) gave the best held-out multi-hop of any round, with

@@ -1,4 +1,4 @@
-"""Sub-queries from one model run, offline (README "Recall quality", issue 18's pooling round).
+"""Sub-queries from one model run, offline (docs/recall-quality.md, issue 18's pooling round).
 
 The sub-query round asked a question that names two of the conversation's speakers once per
 person, one model run each. Here the question runs once and its token vectors are mean-pooled

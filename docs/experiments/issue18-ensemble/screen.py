@@ -1,6 +1,6 @@
 """Re-rank a `membus eval locomo --trace-out` offline, as recall would, with a score added.
 
-Shared by the other scripts here (README, "Issue 18, every registry embedder together").
+Shared by the other scripts here (docs/recall-quality.md, "Issue 18, every registry embedder together").
 TRACE, DATA_DIR (the eval's --data-dir) and LOCOMO name the inputs; E5_DIR, MINILM_DIR and
 BGE_DIR the model directories `make model` fills (defaults: data/models, data/models-minilm,
 data/models-bge in the repository); CACHE where cosines are kept between runs.

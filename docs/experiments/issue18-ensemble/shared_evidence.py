@@ -1,5 +1,5 @@
-"""Two re-rankings of recall's own candidates from evidence they share, offline (README
-"Recall quality", issue 18's shared-evidence round).
+"""Two re-rankings of recall's own candidates from evidence they share, offline
+(docs/recall-quality.md, issue 18's shared-evidence round).
 
 Both add to a candidate's score a share of the scores of the other candidates it shares
 something with, and need no model run:

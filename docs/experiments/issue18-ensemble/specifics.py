@@ -1,4 +1,4 @@
-"""The specifics of a list question, offline (README "Recall quality", issue 18's specifics round).
+"""The specifics of a list question, offline (docs/recall-quality.md, issue 18's specifics round).
 
 A "what …"/"which …" question (not "what is/was/did/does/do") asks for things; the items that
 name them (a title, a place) hold capitalised words that do not start a sentence and that the

@@ -1,4 +1,4 @@
-"""Two multi-hop screens, offline, not kept (README "Recall quality", issue 18's sub-query round).
+"""Two multi-hop screens, offline, not kept (docs/recall-quality.md, issue 18's sub-query round).
 
 1. The speaker: a question that names one of the conversation's speakers ("What pets does Nate
    have?") + g for each archive turn that speaker said and each memory whose first word is the

@@ -1,5 +1,5 @@
-"""A lighter dense part for a question that names two speakers, offline (README "Recall
-quality", issue 18's two-speaker round).
+"""A lighter dense part for a question that names two speakers, offline
+(docs/recall-quality.md, issue 18's two-speaker round).
 
 The arithmetic round (personarith.py) found that its larger moves are no person's query: with
 the better person's row clipped to 0, the feature was − g × the question's own dense part, and

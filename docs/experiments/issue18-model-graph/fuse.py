@@ -1,6 +1,6 @@
 """Fuse e5-small-v2's fp32 export into ONNX Runtime's transformer operators and quantize it.
 
-README "Issue 18, the SQLite pool and the model's graph". Writes, into OUT:
+docs/recall-quality.md "Issue 18, the SQLite pool and the model's graph". Writes, into OUT:
   e5-fused-fp32.onnx         Attention, SkipLayerNormalization, BiasGelu, EmbedLayerNormalization
   e5-fused-int8.onnx         the same, dynamic int8, one scale per tensor
   e5-fused-int8-pc.onnx      dynamic int8, one scale per output channel

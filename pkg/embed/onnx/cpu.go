@@ -15,8 +15,8 @@ import (
 // best int8 matrix instructions it has ("AMD EPYC, 2 cores, int8: AVX-512 VNNI").
 // ONNX Runtime picks its int8 matrix kernels by those instructions, and an int8 model's vectors
 // differ in their last digits from one kernel to another: two ingests repeat on one machine,
-// while a machine with other instructions ranks a few candidates differently (README "Recall
-// quality"). So an eval or a bench names the CPU beside its figures.
+// while a machine with other instructions ranks a few candidates differently
+// (docs/recall-quality.md). So an eval or a bench names the CPU beside its figures.
 func CPU() string {
 	model := ""
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {

@@ -515,7 +515,7 @@ func TestDirModel(t *testing.T) {
 
 // BenchmarkEmbedQuery embeds one question at a time, as recall does, with the default model and
 // with each model directory MEMBUS_BENCH_MODEL_DIRS lists (colon-separated), in one run so their
-// times compare on a shared machine (README "Recall quality", issue 18's sub-query round).
+// times compare on a shared machine (docs/recall-quality.md, issue 18's sub-query round).
 func BenchmarkEmbedQuery(b *testing.B) {
 	dirs := []string{modelDir(b)}
 	if extra := os.Getenv("MEMBUS_BENCH_MODEL_DIRS"); extra != "" {
@@ -542,7 +542,7 @@ func BenchmarkEmbedQuery(b *testing.B) {
 }
 
 // BenchmarkEmbedQueryMasked is recall's per-person batch beside the question's own run
-// (README "Recall quality", issue 18's person round): one row as EmbedQuery runs it, then
+// (docs/recall-quality.md, issue 18's person round): one row as EmbedQuery runs it, then
 // the question's batch of two and of three rows with names masked out.
 func BenchmarkEmbedQueryMasked(b *testing.B) {
 	e := openModel(b)

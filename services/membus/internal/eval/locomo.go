@@ -608,7 +608,7 @@ func evalLocomoIn(ctx context.Context, convs []locomoConv, p evalParams, reuse *
 		// One ingest fetch loop: a session's turns are then stored (given their seq) in the
 		// order they were published, which is the order said. With two, a batch that commits
 		// first takes the earlier seqs, and the neighbouring-turn lift, which places a message
-		// by seq, ranked differently from one ingest to the next (README "Recall quality").
+		// by seq, ranked differently from one ingest to the next (docs/recall-quality.md).
 		c.IngestWorkers = 1
 		if p.candidates > 0 {
 			c.RecallCandidates = p.candidates
