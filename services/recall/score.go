@@ -10,7 +10,7 @@ import (
 	"github.com/membus/membus/pkg/memory"
 )
 
-// Score scale (docs/design.md §6 "Score scale"): dense cosine clamped to [0,1]; keyword BM25 divided by
+// Score scale (docs/design.md §6, "Recall"): dense cosine clamped to [0,1]; keyword BM25 divided by
 // the best keyword score of the candidate set; fused = 0.7 dense + 0.3 keyword, or RRF; then
 // the boosts; then the neighbouring-turn lift (neighbours.go, carried in the boost); then the
 // question penalty of an archive message that asks (carried in the boost too); then the dense
