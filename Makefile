@@ -77,8 +77,8 @@ model:
 modules:
 	bash scripts/check-modules.sh
 
-# The OpenClaw plugin as an npm archive (bin/membus-openclaw-plugin-<version>.tgz), its NATS client
-# bundled so `openclaw plugins install <archive>` needs no registry.
+# The OpenClaw plugin as an npm archive (bin/membus-openclaw-plugin-<version>.tgz); OpenClaw installs
+# its npm dependencies (the NATS client) when it installs the archive (clients/openclaw/scripts/pack.sh).
 plugin:
 	bash clients/openclaw/scripts/pack.sh
 
