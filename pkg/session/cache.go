@@ -256,7 +256,7 @@ func (c *cachedStore) ApplyTurns(ctx context.Context, trigger store.Trigger, tur
 	var touched []cacheKeys
 	for i, t := range turns {
 		k := c.keys(t.AccountID, t.SessionID)
-		if res[i].Tombstoned || seen[k.m] {
+		if res[i].Tombstoned || res[i].Foreign || seen[k.m] {
 			continue
 		}
 		seen[k.m] = true
@@ -434,7 +434,7 @@ func (c *cachedStore) setDedup(ctx context.Context, turns []store.Turn, res []st
 	pipe := c.rdb.Pipeline()
 	n := 0
 	for i, t := range turns {
-		if res[i].Tombstoned {
+		if res[i].Tombstoned || res[i].Foreign {
 			continue
 		}
 		for _, m := range t.Messages {

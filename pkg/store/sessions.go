@@ -77,6 +77,9 @@ type ApplyResult struct {
 	Stored     int
 	Duplicates int
 	Tombstoned bool
+	// Foreign: the turn names a session that belongs to another user of its account (a
+	// session is one user's, docs/design.md §3); nothing of it is stored.
+	Foreign bool
 	// CommitUpto is the seq a commit was requested up to when this batch made the trigger
 	// fire for the turn's session (reported on the session's last turn of the batch); 0: none.
 	CommitUpto int64
@@ -142,13 +145,14 @@ func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) (
 			g.cur, g.batchTokens = nil, 0
 		}
 		start := time.Now()
-		live, err := s.dropTombstoned(ctx, tx, groups, results)
+		live, err := s.dropTombstoned(ctx, tx, turns, groups, results)
 		if err != nil {
 			return err
 		}
 		if err := s.lockSessions(ctx, tx, live); err != nil {
 			return err
 		}
+		live = s.dropForeign(turns, live, results)
 		start = tm.Since(StageSQLSessions, start)
 		if err := s.insertMessages(ctx, tx, turns, live, results); err != nil {
 			return err
@@ -165,7 +169,7 @@ func (s *Store) ApplyTurns(ctx context.Context, trigger Trigger, turns []Turn) (
 // sessionBatch is one session's share of an ApplyTurns batch.
 type sessionBatch struct {
 	// first is the session's first turn in sorted order: its ids, user, agent and key
-	// create the session row and check the tombstones, as one turn at a time did.
+	// create the session row, as one turn at a time did.
 	first Turn
 	key   string
 	turns []int // indexes into the batch, in delivery order
@@ -234,17 +238,30 @@ func inChunks(items, n int, fn func(lo, hi int) error) error {
 // (SQLite allows 32766 parameters a statement).
 const maxInList = 500
 
-// dropTombstoned checks every session of the batch against the tombstones in one query per
-// chunk, marks the tombstoned sessions' turns and returns the rest. An erased session is not
-// re-created, not even as an empty row.
-func (s *Store) dropTombstoned(ctx context.Context, tx *sql.Tx, groups []*sessionBatch, results []ApplyResult) ([]*sessionBatch, error) {
+// dropTombstoned checks the users of the batch's turns against the tombstones in one query per
+// chunk, marks each turn whose user, or whose user's session, is erased, and returns the
+// sessions with the turns left (an erased session is not re-created, not even as an empty row).
+// Each turn is checked for its own user: one user's erasure must not drop another's turns.
+func (s *Store) dropTombstoned(ctx context.Context, tx *sql.Tx, turns []Turn, groups []*sessionBatch, results []ApplyResult) ([]*sessionBatch, error) {
+	type accountUser struct{ account, user string }
+	var users []accountUser
+	seen := map[string]bool{}
+	for _, g := range groups {
+		for _, i := range g.turns {
+			t := turns[i]
+			if k := s.idKey(t.AccountID, t.UserID); !seen[k] {
+				seen[k] = true
+				users = append(users, accountUser{t.AccountID, t.UserID})
+			}
+		}
+	}
 	tombs := map[string]bool{}
-	err := inChunks(len(groups), maxInList, func(lo, hi int) error {
+	err := inChunks(len(users), maxInList, func(lo, hi int) error {
 		var conds []string
 		var args []any
-		for _, g := range groups[lo:hi] {
+		for _, u := range users[lo:hi] {
 			conds = append(conds, "(account_id = ? AND user_id = ?)")
-			args = append(args, g.first.AccountID, g.first.UserID)
+			args = append(args, u.account, u.user)
 		}
 		if err := s.readKeys(ctx, tx, tombs, "SELECT account_id, user_id, session_id FROM tombstones WHERE "+strings.Join(conds, " OR "), args...); err != nil {
 			return fmt.Errorf("check tombstones: %w", err)
@@ -256,16 +273,57 @@ func (s *Store) dropTombstoned(ctx context.Context, tx *sql.Tx, groups []*sessio
 	}
 	var live []*sessionBatch
 	for _, g := range groups {
-		t := g.first
-		if tombs[s.idKey(t.AccountID, t.UserID, "")] || tombs[s.idKey(t.AccountID, t.UserID, t.SessionID)] {
-			for _, i := range g.turns {
+		kept := g.turns[:0:0]
+		for _, i := range g.turns {
+			t := turns[i]
+			if tombs[s.idKey(t.AccountID, t.UserID, "")] || tombs[s.idKey(t.AccountID, t.UserID, t.SessionID)] {
 				results[i].Tombstoned = true
+				continue
 			}
-			continue
+			kept = append(kept, i)
 		}
-		live = append(live, g)
+		if b := g.keep(turns, kept); b != nil {
+			live = append(live, b)
+		}
 	}
 	return live, nil
+}
+
+// dropForeign marks each turn of the locked sessions whose user is not the session's and
+// returns the sessions with their own user's turns: one user's key names another user's
+// session only by guessing its id, and must neither add to it nor learn that it exists.
+func (s *Store) dropForeign(turns []Turn, groups []*sessionBatch, results []ApplyResult) []*sessionBatch {
+	var live []*sessionBatch
+	for _, g := range groups {
+		owner := s.idKey(g.cur.UserID)
+		kept := g.turns[:0:0]
+		for _, i := range g.turns {
+			if s.idKey(turns[i].UserID) != owner {
+				results[i].Foreign = true
+				continue
+			}
+			kept = append(kept, i)
+		}
+		if b := g.keep(turns, kept); b != nil {
+			live = append(live, b)
+		}
+	}
+	return live
+}
+
+// keep returns g itself when kept holds all its turns, nil when none, and otherwise a copy
+// with only those (first the earliest of them): ApplyTurns retries its transaction on a
+// conflict, and each try starts again from the whole batch.
+func (g *sessionBatch) keep(turns []Turn, kept []int) *sessionBatch {
+	switch {
+	case len(kept) == len(g.turns):
+		return g
+	case len(kept) == 0:
+		return nil
+	}
+	b := *g
+	b.turns, b.first = kept, turns[kept[0]]
+	return &b
 }
 
 // lockSessions reads and locks the batch's session rows in one statement per chunk (sorted,

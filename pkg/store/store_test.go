@@ -105,6 +105,110 @@ func TestApplyTurns(t *testing.T) {
 	})
 }
 
+// A session is one user's (docs/design.md §3): a turn of another user of the account that names
+// it is not stored (ApplyResult.Foreign; ingest dead-letters it), whatever the batches, and one
+// user's erasure never drops another user's turns beside it.
+func TestApplyTurnsSessionIsOneUsers(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	as := func(user string, tr store.Turn) store.Turn { tr.UserID = user; return tr }
+	alice := func(event string, seq uint64) store.Turn {
+		return as("alice", turn("acme", "s1", event, seq, msg("m-"+event, 0, "alice says "+event, t0)))
+	}
+	bob := func(event string, seq uint64) store.Turn {
+		return as("bob", turn("acme", "s1", event, seq, msg("m-"+event, 0, "bob says "+event, t0)))
+	}
+	cases := []struct {
+		name       string
+		erased     string // a user erased before the batches
+		batches    [][]store.Turn
+		want       [][]store.ApplyResult // by batch and turn
+		wantHist   []string              // s1's messages
+		wantSessOf string                // s1's user
+	}{
+		{
+			name:       "another user's turn in a later batch",
+			batches:    [][]store.Turn{{alice("e1", 1)}, {bob("e2", 2)}},
+			want:       [][]store.ApplyResult{{{Stored: 1}}, {{Foreign: true}}},
+			wantHist:   []string{"m-e1"},
+			wantSessOf: "alice",
+		},
+		{
+			name:       "one batch, the owner's turn first",
+			batches:    [][]store.Turn{{alice("e1", 1), bob("e2", 2), alice("e3", 3)}},
+			want:       [][]store.ApplyResult{{{Stored: 1}, {Foreign: true}, {Stored: 1}}},
+			wantHist:   []string{"m-e1", "m-e3"},
+			wantSessOf: "alice",
+		},
+		{
+			name:       "one batch on an existing session, the other user's turn first",
+			batches:    [][]store.Turn{{alice("e1", 1)}, {bob("e2", 2), alice("e3", 3)}},
+			want:       [][]store.ApplyResult{{{Stored: 1}}, {{Foreign: true}, {Stored: 1}}},
+			wantHist:   []string{"m-e1", "m-e3"},
+			wantSessOf: "alice",
+		},
+		{
+			name:       "an erased user's turn first in a new session's batch",
+			erased:     "bob",
+			batches:    [][]store.Turn{{bob("e1", 1), alice("e2", 2)}},
+			want:       [][]store.ApplyResult{{{Tombstoned: true}, {Stored: 1}}},
+			wantHist:   []string{"m-e2"},
+			wantSessOf: "alice",
+		},
+		{
+			name:       "the same turn delivered twice, foreign both times",
+			batches:    [][]store.Turn{{alice("e1", 1)}, {bob("e2", 2)}, {bob("e2", 2)}},
+			want:       [][]store.ApplyResult{{{Stored: 1}}, {{Foreign: true}}, {{Foreign: true}}},
+			wantHist:   []string{"m-e1"},
+			wantSessOf: "alice",
+		},
+	}
+	backends(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		for ci, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				// Each case in an account of its own: the store is shared by the cases.
+				account := fmt.Sprintf("acct-one-user-%d", ci)
+				if c.erased != "" {
+					if err := s.WriteTombstone(ctx, account, c.erased, ""); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for bi, batch := range c.batches {
+					batch = slices.Clone(batch)
+					for i := range batch {
+						batch[i].AccountID = account
+					}
+					res, err := s.ApplyTurns(ctx, nil, batch)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(res, c.want[bi]) {
+						t.Errorf("batch %d: %+v, want %+v", bi, res, c.want[bi])
+					}
+				}
+				h, err := s.History(ctx, account, "s1", false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, m := range h {
+					got = append(got, m.MessageID)
+				}
+				if !slices.Equal(got, c.wantHist) {
+					t.Errorf("history = %v, want %v", got, c.wantHist)
+				}
+				sess, err := s.GetSession(ctx, account, "s1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sess.UserID != c.wantSessOf || sess.MessageCount != int64(len(c.wantHist)) {
+					t.Errorf("session of %q with %d messages, want of %q with %d", sess.UserID, sess.MessageCount, c.wantSessOf, len(c.wantHist))
+				}
+			})
+		}
+	})
+}
+
 // AppliedTurnsSeq is the highest TURNS stream sequence applied to the session, whatever the
 // order the batches come in (ingest's workers store a session's events out of stream order):
 // a maximum, not a watermark. It equals a sequence only once that event is applied — what the

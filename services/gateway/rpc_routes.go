@@ -128,7 +128,7 @@ func (s *Service) postCommit(w http.ResponseWriter, r *http.Request, id identity
 }
 
 // getContext answers GET /v1/sessions/{session_id}/context?token_budget=N (RPC context).
-// An absent token_budget is 0: the service's default.
+// token_budget is required: an absent one is 0, which the service answers with 400.
 func (s *Service) getContext(w http.ResponseWriter, r *http.Request, id identity) {
 	session, aerr := sessionID(r)
 	if aerr != nil {

@@ -242,11 +242,17 @@ func (s *Service) storeBatch(ctx context.Context, tm *stages.Timer, msgs []*bus.
 		return errs
 	}
 	kicked := false
-	for _, r := range res {
+	for k, r := range res {
 		s.stored(float64(r.Stored))
 		s.duplicates(float64(r.Duplicates))
 		if r.Tombstoned {
 			s.skipped(1)
+		}
+		if r.Foreign {
+			// Bad input, not a fault: the rest of the batch is stored, this turn dead-lettered.
+			t := turns[k]
+			errs[idx[k]] = bus.Permanent(fmt.Errorf("%w: session %q of account %q belongs to another user than the turn's %q (a session is one user's)",
+				contract.ErrInvalid, t.SessionID, t.AccountID, t.UserID))
 		}
 		if r.CommitUpto > 0 {
 			s.commits(1)

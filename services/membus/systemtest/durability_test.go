@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -284,13 +285,26 @@ func getJSON(t *testing.T, url, key string, v any) {
 
 func httpGet(t *testing.T, url, key string) (int, []byte) {
 	t.Helper()
+	return httpDo(t, http.MethodGet, url, key, "")
+}
+
+// httpDo sends a JSON body ("" for none) with key as the bearer key and returns the answer.
+func httpDo(t *testing.T, method, url, key, body string) (int, []byte) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
