@@ -98,6 +98,14 @@ type Scorer interface {
 	Cosines(ctx context.Context, accountID, userID string, ids []string, vecs [][]float32) ([][]float64, error)
 }
 
+// Pinger is a Store that is a server of its own (Qdrant): Ping fails while it cannot be
+// reached, so a consumer can tell a dependency's outage from a message's own failure and
+// redeliver the message instead of dead-lettering it (docs/design.md §8). The local store
+// lives in the process and has no Ping.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
 // Compactor is a Store whose files keep deleted points until it compacts them: the local
 // store keeps a deleted point in its partition's snapshot and log until the next snapshot.
 // Erasure compacts the erased tenant so that nothing erased stays readable on disk (a store

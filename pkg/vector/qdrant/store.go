@@ -45,6 +45,7 @@ type Store struct {
 var (
 	_ vector.Store  = (*Store)(nil)
 	_ vector.Scorer = (*Store)(nil)
+	_ vector.Pinger = (*Store)(nil)
 )
 
 // Open connects to Qdrant, creates the collection when it is missing and
@@ -95,6 +96,19 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	return s.client.Close()
+}
+
+// Ping implements vector.Pinger with Qdrant's health check, bounded by the call timeout.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, done, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := s.client.HealthCheck(ctx); err != nil {
+		return fmt.Errorf("qdrant health check: %w", err)
+	}
+	return nil
 }
 
 // begin returns a context bounded by the call timeout; the caller must call

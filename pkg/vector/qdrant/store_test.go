@@ -299,8 +299,14 @@ func TestQdrantDown(t *testing.T) {
 	cfg := fakeConfig(srv)
 	cfg.Timeout = 2 * time.Second
 	s := open(t, cfg)
-	srv.Close()
 	ctx := context.Background()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("ping of a running server: %v", err)
+	}
+	srv.Close()
+	if err := s.Ping(ctx); err == nil {
+		t.Fatal("ping of a stopped server succeeded")
+	}
 	_, err := s.Search(ctx, vector.Filter{AccountID: "a", UserID: "u"}, make([]float32, vectortest.Dim), "x", 3)
 	if err == nil {
 		t.Fatal("search against a stopped server succeeded")
@@ -311,6 +317,35 @@ func TestQdrantDown(t *testing.T) {
 	if err := s.Upsert(ctx, vectortest.Model, []vector.Point{{ID: uuid.NewString(), AccountID: "a", UserID: "u",
 		Vector: make([]float32, vectortest.Dim)}}); err == nil {
 		t.Fatal("upsert against a stopped server succeeded")
+	}
+}
+
+// TestQdrantDownAndBack: while the server cannot be reached, Ping and every call fail; once it
+// answers again, so do they, with the data it held.
+func TestQdrantDownAndBack(t *testing.T) {
+	srv := qdranttest.Start(t)
+	cfg := fakeConfig(srv)
+	cfg.Timeout = 2 * time.Second
+	s := open(t, cfg)
+	ctx := context.Background()
+	p := vector.Point{ID: uuid.NewString(), AccountID: "a", UserID: "u", Vector: make([]float32, vectortest.Dim)}
+	p.Vector[0] = 1
+	if err := s.Upsert(ctx, vectortest.Model, []vector.Point{p}); err != nil {
+		t.Fatal(err)
+	}
+	srv.SetDown(true)
+	if err := s.Ping(ctx); err == nil {
+		t.Error("ping while the server is down succeeded")
+	}
+	if _, err := s.Get(ctx, "a", "u", p.ID); err == nil {
+		t.Error("get while the server is down succeeded")
+	}
+	srv.SetDown(false)
+	if err := s.Ping(ctx); err != nil {
+		t.Errorf("ping once the server is back: %v", err)
+	}
+	if got, err := s.Get(ctx, "a", "u", p.ID); err != nil || got.ID != p.ID {
+		t.Errorf("get once the server is back: %+v %v, want the point written before", got, err)
 	}
 }
 

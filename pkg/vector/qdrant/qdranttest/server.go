@@ -37,6 +37,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,6 +62,7 @@ type Server struct {
 	mu      sync.Mutex
 	cols    map[string]*collection
 	queries []*qdrant.QueryPoints
+	down    atomic.Bool
 }
 
 // New starts a fake server; Close stops it.
@@ -69,6 +71,11 @@ func New() *Server {
 	s.srv = grpc.NewServer(grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 		MinTime:             time.Second, // the go-client pings every 10 s, also when idle
 		PermitWithoutStream: true,
+	}), grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if s.down.Load() {
+			return nil, status.Error(codes.Unavailable, "qdranttest: the server is down (SetDown)")
+		}
+		return h(ctx, req)
 	}))
 	qdrant.RegisterCollectionsServer(s.srv, &collectionsService{s: s})
 	qdrant.RegisterPointsServer(s.srv, &pointsService{s: s})
@@ -91,6 +98,11 @@ func (s *Server) Close() {
 	s.srv.Stop()
 	_ = s.lis.Close()
 }
+
+// SetDown makes every call fail with Unavailable while down is true, as calls to a Qdrant
+// that cannot be reached fail, and answers again with the same data once it is false (the
+// "Qdrant is down for a while" fault; Close is the one that does not come back).
+func (s *Server) SetDown(down bool) { s.down.Store(down) }
 
 // URL is a URL for the adapter's Config; the address is never dialled, the
 // DialOptions route every connection to the fake.

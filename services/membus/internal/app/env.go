@@ -387,9 +387,10 @@ func (e *Env) PublishMetrics(ctx context.Context) {
 }
 
 // Probes returns the named health probes of the process's dependencies ("sql", "redis",
-// "nats"), in the order asked; a dependency this process does not use (Redis when
-// MEMBUS_REDIS_URL is unset) has no probe. Services use them for outage detection, the
-// gateway and the ops server for /readyz.
+// "nats", "vectors"), in the order asked; a dependency this process does not use (Redis when
+// MEMBUS_REDIS_URL is unset; a vector store that is no server of its own, the local index) has
+// no probe. Services use them for outage detection, the gateway and the ops server for
+// /readyz.
 func (e *Env) Probes(names ...string) []bus.Probe {
 	all := map[string]func(context.Context) error{
 		"sql": e.Store.Ping,
@@ -403,6 +404,9 @@ func (e *Env) Probes(names ...string) []bus.Probe {
 	if e.Redis != nil {
 		c := e.Redis
 		all["redis"] = func(ctx context.Context) error { return c.Ping(ctx).Err() }
+	}
+	if p, ok := e.Vectors.(vector.Pinger); ok {
+		all["vectors"] = p.Ping
 	}
 	var ps []bus.Probe
 	for _, n := range names {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,8 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
+	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/testenv"
+	"github.com/membus/membus/pkg/vector/qdrant"
+	"github.com/membus/membus/pkg/vector/qdrant/qdranttest"
 	"github.com/membus/membus/services/extract"
 	"github.com/membus/membus/services/gateway"
 	"github.com/membus/membus/services/ingest"
@@ -66,6 +72,7 @@ func TestProbesByName(t *testing.T) {
 		{"asked order is kept", []string{"nats", "sql"}, []string{"nats", "sql"}},
 		{"without Redis there is no redis probe", []string{"sql", "redis", "nats"}, []string{"sql", "nats"}},
 		{"unknown names are ignored", []string{"qdrant"}, nil},
+		{"the local index is no server of its own: no vectors probe", []string{"vectors", "sql"}, []string{"sql"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
@@ -79,6 +86,40 @@ func TestProbesByName(t *testing.T) {
 				t.Errorf("Probes(%v) = %v, want %v", tc.ask, got, tc.want)
 			}
 		})
+	}
+}
+
+// withFakeQdrant makes env's vector store a Qdrant store on a fake server, which it returns.
+func withFakeQdrant(t *testing.T, env *Env) *qdranttest.Server {
+	t.Helper()
+	srv := qdranttest.Start(t)
+	q, err := qdrant.Open(context.Background(), qdrant.Config{URL: srv.URL(), Collection: "membus-test", Model: env.Embedder.Model(),
+		Dim: env.Embedder.Dim(), Timeout: 2 * time.Second, DialOptions: srv.DialOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	env.Vectors = q
+	return srv
+}
+
+// TestVectorsProbe: with Qdrant as the vector store the extract and summarizer runners probe
+// it (wire.go), so a commit that fails while Qdrant is down is an outage, redelivered, never
+// dead-lettered (docs/design.md §8): the probe passes while the server answers and fails once
+// it is down.
+func TestVectorsProbe(t *testing.T) {
+	env := openTestEnv(t)
+	srv := withFakeQdrant(t, env)
+	ps := env.Probes("vectors")
+	if len(ps) != 1 || ps[0].Name != "vectors" {
+		t.Fatalf("Probes(vectors) with Qdrant = %v, want the vectors probe", ps)
+	}
+	if err := ps[0].Check(context.Background()); err != nil {
+		t.Fatalf("vectors probe while Qdrant answers: %v", err)
+	}
+	srv.Close()
+	if err := ps[0].Check(context.Background()); err == nil {
+		t.Fatal("vectors probe passed while Qdrant is down")
 	}
 }
 
@@ -130,5 +171,78 @@ func TestConfigDefaultsAgree(t *testing.T) {
 		if !reflect.DeepEqual(tc.got, tc.want) {
 			t.Errorf("%s: from the shared defaults\n %+v\nbut its own defaults are\n %+v", tc.service, tc.got, tc.want)
 		}
+	}
+}
+
+// TestExtractRidesOutAQdrantOutage: the extract service as the composition root builds it, its
+// vector store Qdrant (the fake). A commit whose indexing fails while Qdrant is down is an
+// outage: not one of the message's own failures, so never dead-lettered however long Qdrant
+// stays down (docs/design.md §8), and it completes once Qdrant answers again.
+func TestExtractRidesOutAQdrantOutage(t *testing.T) {
+	env := openTestEnv(t)
+	srv := withFakeQdrant(t, env)
+	q := env.Vectors
+	svc, err := Extract(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	turn := store.Turn{AccountID: "acme", UserID: "alice", AgentID: "main", SessionID: "s1", EventID: "e1", Messages: []store.Message{
+		{MessageID: "m1", Position: 0, Role: "user", Content: "I live in Boston and I have a dog named Max.", Parts: json.RawMessage(`[]`), Tokens: 12, CreatedAt: at},
+	}}
+	if _, err := env.Store.ApplyTurns(ctx, nil, []store.Turn{turn}); err != nil {
+		t.Fatal(err)
+	}
+	srv.SetDown(true)
+	req := contract.CommitRequest{V: contract.Version, RequestID: "r1", AccountID: "acme", UserID: "alice", AgentID: "main",
+		SessionID: "s1", Kind: contract.CommitSync, Upto: 1, CreatedAt: time.Now().UTC()}
+	data, _ := json.Marshal(req)
+	if _, err := bus.Publish(ctx, env.JS, env.Names.Commits("acme", "s1"), "commit-r1", data, nil); err != nil {
+		t.Fatal(err)
+	}
+	outages := func() float64 {
+		fams, err := env.Registry("extract").Families()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0.0
+		for _, m := range fams["membus_extract_outcomes_total"].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == bus.OutcomeOutage {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return n
+	}
+	testenv.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
+		if n := outages(); n < 1 {
+			return fmt.Errorf("%v outage outcomes while Qdrant is down, want the failed commit counted as an outage", n)
+		}
+		return nil
+	})
+	dlq, err := env.JS.Stream(ctx, env.Names.Stream(bus.StreamDLQ))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := dlq.Info(ctx); err != nil || info.State.Msgs != 0 {
+		t.Fatalf("DLQ while Qdrant is down: %+v %v, want empty", info.State, err)
+	}
+
+	srv.SetDown(false)
+	testenv.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+		n, err := q.Count(ctx, "acme")
+		if err != nil || n == 0 {
+			return fmt.Errorf("%d points in Qdrant (%w), want the commit's memories once it is back", n, err)
+		}
+		return nil
+	})
+	if info, err := dlq.Info(ctx); err != nil || info.State.Msgs != 0 {
+		t.Fatalf("DLQ after the outage: %+v %v, want empty", info.State, err)
 	}
 }
