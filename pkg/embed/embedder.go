@@ -58,6 +58,23 @@ func EmbedQueryMasked(ctx context.Context, e Embedder, query string, drops [][]s
 	return nil, ErrNoMasking
 }
 
+// Pinger is implemented by embedders that call a server (an OpenAI-compatible one): Ping
+// fails while the server cannot embed, so a consumer can tell its outage from a message's own
+// failure and redeliver the message instead of dead-lettering it (docs/design.md §8). A model
+// run in the process (hash, ONNX) cannot be down and has no Ping.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// PingerOf is e's Pinger, looking through the embedding cache; ok is false when e has none.
+func PingerOf(e Embedder) (Pinger, bool) {
+	if c, ok := e.(*Cached); ok {
+		e = c.next
+	}
+	p, ok := e.(Pinger)
+	return p, ok
+}
+
 // CosineScaler is implemented by embedders whose cosine similarities sit on another scale
 // than the one recall's fusion weights, threshold and boosts were set on (all-MiniLM-L6-v2's:
 // a question against an unrelated turn near 0.13, against its best match near 0.55). e5's

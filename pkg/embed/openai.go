@@ -129,6 +129,20 @@ func (o *OpenAI) Discover(ctx context.Context) (int, error) {
 	return o.Dim(), nil
 }
 
+// Ping implements Pinger: one request embedding one word, without retries (the caller, an
+// outage probe, retries with its own backoff). Any failure counts, an error status too: a
+// server that refuses the key or the model embeds nothing either.
+func (o *OpenAI) Ping(ctx context.Context) error {
+	body, err := json.Marshal(embeddingsRequest{Model: o.model, Input: []string{"ping"}})
+	if err != nil {
+		return err
+	}
+	if _, err := o.post(ctx, body, 1); err != nil {
+		return fmt.Errorf("openai embedder (%s) ping: %w", o.model, err)
+	}
+	return nil
+}
+
 // Embed returns one vector per text, in order, in requests of at most the
 // batch size.
 func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -223,6 +224,41 @@ func TestOpenAICanceledWhileWaiting(t *testing.T) {
 	_, err := o.Embed(ctx, []string{"a"})
 	if !errors.Is(err, context.Canceled) || f.calls != 1 {
 		t.Fatalf("err = %v after %d calls", err, f.calls)
+	}
+}
+
+// TestOpenAIPing: the outage probe passes while the server embeds and fails, at once and
+// without retrying, when it answers an error or cannot be reached; through the embedding
+// cache too (PingerOf).
+func TestOpenAIPing(t *testing.T) {
+	var down atomic.Bool
+	f := &fakeEmbeddings{t: t, reply: func(w http.ResponseWriter, _ int) bool {
+		if down.Load() {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+		}
+		return down.Load()
+	}}
+	o := newOpenAI(t, f)
+	p, ok := PingerOf(NewCached(o, 10))
+	if !ok {
+		t.Fatal("PingerOf(the cached OpenAI embedder) found no Pinger")
+	}
+	ctx := context.Background()
+	if err := p.Ping(ctx); err != nil {
+		t.Fatalf("ping of a server that embeds: %v", err)
+	}
+	down.Store(true)
+	if err := p.Ping(ctx); err == nil {
+		t.Fatal("ping of a server answering 503 passed")
+	}
+	f.mu.Lock()
+	calls, sleeps := f.calls, len(f.sleeps)
+	f.mu.Unlock()
+	if calls != 2 || sleeps != 0 {
+		t.Errorf("%d calls and %d retry waits for two pings, want 2 and none", calls, sleeps)
+	}
+	if _, ok := PingerOf(NewCached(NewHash(), 10)); ok {
+		t.Error("PingerOf(hash) found a Pinger: a model in the process cannot be down")
 	}
 }
 

@@ -387,9 +387,9 @@ func (e *Env) PublishMetrics(ctx context.Context) {
 }
 
 // Probes returns the named health probes of the process's dependencies ("sql", "redis",
-// "nats", "vectors"), in the order asked; a dependency this process does not use (Redis when
-// MEMBUS_REDIS_URL is unset; a vector store that is no server of its own, the local index) has
-// no probe. Services use them for outage detection, the gateway and the ops server for
+// "nats", "vectors", "embedder"), in the order asked; a dependency this process does not use
+// (Redis when MEMBUS_REDIS_URL is unset; a vector store or an embedder that is no server of its
+// own: the local index, the hash and ONNX embedders) has no probe. Services use them for outage detection, the gateway and the ops server for
 // /readyz.
 func (e *Env) Probes(names ...string) []bus.Probe {
 	all := map[string]func(context.Context) error{
@@ -407,6 +407,9 @@ func (e *Env) Probes(names ...string) []bus.Probe {
 	}
 	if p, ok := e.Vectors.(vector.Pinger); ok {
 		all["vectors"] = p.Ping
+	}
+	if p, ok := embed.PingerOf(e.Embedder); ok {
+		all["embedder"] = p.Ping
 	}
 	var ps []bus.Probe
 	for _, n := range names {

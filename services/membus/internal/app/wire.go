@@ -129,7 +129,7 @@ func Extract(env *Env) (*extract.Service, error) {
 		NC: env.NC, JS: env.JS, Names: env.Names, Store: env.Store, Locker: env.Locker,
 		Extractor: extractor, Embedder: env.Embedder, Vectors: env.Vectors,
 		Metrics: m, Logger: logger,
-		KickOutbox: env.Relay.Kick, Probes: env.Probes("redis", "nats", "vectors"),
+		KickOutbox: env.Relay.Kick, Probes: env.Probes("redis", "nats", "vectors", "embedder"),
 	})
 }
 
@@ -186,7 +186,7 @@ func Summarizer(env *Env) (*summarizer.Service, error) {
 		NC: env.NC, JS: env.JS, Names: env.Names, Store: env.Store, Locker: env.Locker,
 		Embedder: env.Embedder, Vectors: env.Vectors, Summarizer: sum,
 		Metrics: m, Logger: logger,
-		KickOutbox: env.Relay.Kick, Probes: env.Probes("redis", "nats", "vectors"),
+		KickOutbox: env.Relay.Kick, Probes: env.Probes("redis", "nats", "vectors", "embedder"),
 	})
 }
 

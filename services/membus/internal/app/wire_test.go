@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/membus/membus/pkg/bus"
 	"github.com/membus/membus/pkg/config"
 	"github.com/membus/membus/pkg/contract"
+	"github.com/membus/membus/pkg/embed"
 	"github.com/membus/membus/pkg/store"
 	"github.com/membus/membus/pkg/testenv"
 	"github.com/membus/membus/pkg/vector/qdrant"
@@ -73,6 +77,7 @@ func TestProbesByName(t *testing.T) {
 		{"without Redis there is no redis probe", []string{"sql", "redis", "nats"}, []string{"sql", "nats"}},
 		{"unknown names are ignored", []string{"qdrant"}, nil},
 		{"the local index is no server of its own: no vectors probe", []string{"vectors", "sql"}, []string{"sql"}},
+		{"nor is the hash embedder: no embedder probe", []string{"embedder", "nats"}, []string{"nats"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
@@ -171,6 +176,37 @@ func TestConfigDefaultsAgree(t *testing.T) {
 		if !reflect.DeepEqual(tc.got, tc.want) {
 			t.Errorf("%s: from the shared defaults\n %+v\nbut its own defaults are\n %+v", tc.service, tc.got, tc.want)
 		}
+	}
+}
+
+// TestEmbedderProbe: with an OpenAI-compatible embedder the extract and summarizer runners probe
+// it (wire.go): the probe passes while the server embeds and fails while it answers errors.
+func TestEmbedderProbe(t *testing.T) {
+	env := openTestEnv(t)
+	var down atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, `{"data":[{"index":0,"embedding":[0.6,0.8]}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	o, err := embed.NewOpenAI(srv.URL, "probe-model", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Embedder = embed.NewCached(o, 10)
+	ps := env.Probes("embedder")
+	if len(ps) != 1 || ps[0].Name != "embedder" {
+		t.Fatalf("Probes(embedder) with an OpenAI embedder = %v, want the embedder probe", ps)
+	}
+	if err := ps[0].Check(context.Background()); err != nil {
+		t.Fatalf("embedder probe while the server embeds: %v", err)
+	}
+	down.Store(true)
+	if err := ps[0].Check(context.Background()); err == nil {
+		t.Fatal("embedder probe passed while the server answers 503")
 	}
 }
 
