@@ -24,9 +24,8 @@ const forgetCandidates = 5
 const maxStoreTextChars = 8000
 
 // storeSessionPrefix names the side session a stored memory is written to, one per user and
-// agent, so the conversation's own archive stays untouched (the plugin, which acts for one
-// user, uses membus-store-<agent>; over HTTP one account has many users, and a session belongs
-// to one user, so the user's hash is appended).
+// agent, so the conversation's own archive stays untouched: a session is one user's, so the
+// user's hash is part of the id (the plugin's memory_store computes the same id).
 const storeSessionPrefix = "membus-store-"
 
 // storeSession is membus-store-<agent>-<16 hex of the user>, at most 64 characters.

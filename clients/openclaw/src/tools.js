@@ -1,6 +1,18 @@
 // The agent's memory tools. Each is a JSON-Schema-parameterised AgentTool; each answers with
 // text (never throws): membus down → a short "not available" answer the model can act on.
 import { msgId } from "./ids.js";
+
+const STORE_PREFIX = "membus-store-";
+
+/**
+ * The side session memory_store writes to: membus-store-<agent>-<16 hex of the user>, at most
+ * 64 characters (services/gateway storeSession).
+ * @param {string} user @param {string} agent
+ */
+export function storeSession(user, agent) {
+  const room = 64 - STORE_PREFIX.length - 17;
+  return STORE_PREFIX + agent.slice(0, room) + "-" + msgId("store-session", user).slice(0, 16);
+}
 import { Codes, MembusError, isUnavailable } from "./transport.js";
 import { truncate } from "./messages.js";
 
@@ -92,8 +104,10 @@ export function createTools(rt, ctx = {}) {
       execute: async (/** @type {string} */ _id, /** @type {any} */ p) => run("memory_store", async () => {
         const text = String(p?.text ?? "").trim();
         if (!text) return answer("Nothing to store: text is empty.", { error: "empty" });
-        // A side session per agent keeps the conversation's own archive untouched.
-        const store = rt.sessionRef({ sessionId: `membus-store-${s.agentId}`.slice(0, 64), agentId: s.eventAgentId });
+        // A side session per agent and user keeps the conversation's own archive untouched. A
+        // session is one user's, and other OpenClaw hosts of the account may act for other users:
+        // the user's hash is part of the id, the same id the gateway's POST /v1/memories uses.
+        const store = rt.sessionRef({ sessionId: storeSession(config.user, s.agentId), agentId: s.eventAgentId });
         const at = rt.now();
         const r = await rt.publishTurn(store, [{ role: "user", content: text, timestamp: at.getTime(), id: "store-" + msgId(store.storageId, text, at.toISOString()).slice(0, 32) }], {});
         if (r.queued) return answer("membus is not reachable right now; the memory is queued and will be stored when it is back.", { queued: true });

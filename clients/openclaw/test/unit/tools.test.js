@@ -49,14 +49,15 @@ test("memory_store publishes the fact to the agent's store session and commits s
   const out = await get("memory_store").execute("c1", { text: "I prefer window seats" });
   assert.equal(transport.published.length, 1);
   const ev = transport.published[0].payload;
-  assert.equal(ev.session_id, "membus-store-coder");
+  // The gateway's storeSession("default", "coder"): one side session per agent and user.
+  assert.equal(ev.session_id, "membus-store-coder-9de9b79782167497");
   assert.equal(ev.messages[0].parts[0].text, "I prefer window seats");
   const req = transport.requests[0];
   assert.equal(req.op, "commit");
   assert.equal(req.body.kind, "store");
   assert.equal(req.body.wait, true);
   assert.equal(req.body.keep_recent, 0);
-  assert.equal(req.body.session_id, "membus-store-coder");
+  assert.equal(req.body.session_id, "membus-store-coder-9de9b79782167497");
   assert.match(out.content[0].text, /Stored \(completed\).*preference/);
 });
 
