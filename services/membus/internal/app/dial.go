@@ -49,7 +49,7 @@ func Dial(ctx context.Context, cfg config.Config, name string) (*nats.Conn, jets
 			token = strings.TrimSpace(string(b))
 		case cfg.NATSURL == "":
 			return nil, nil, names, fmt.Errorf("no NATS token in %s: is `membus up` running with this --data-dir? "+
-				"Else pass --nats-url and --nats-token (MEMBUS_NATS_URL, MEMBUS_NATS_TOKEN; `membus up` prints both on its plugin: line): %w", cfg.DataDir, err)
+				"Else pass --nats-url and --nats-token (MEMBUS_NATS_URL, MEMBUS_NATS_TOKEN: the URL is on `membus up`'s plugin: line, the token in its data dir's nats.token): %w", cfg.DataDir, err)
 		}
 	}
 	opts := []nats.Option{nats.MaxReconnects(2)}
@@ -63,7 +63,7 @@ func Dial(ctx context.Context, cfg config.Config, name string) (*nats.Conn, jets
 	nc, err := bus.Connect(ctx, url, token, name, opts...)
 	if errors.Is(err, nats.ErrAuthorization) || (err != nil && strings.Contains(strings.ToLower(err.Error()), "authorization")) {
 		return nil, nil, names, fmt.Errorf("connect to NATS at %s: the server refused the token: pass --nats-token / MEMBUS_NATS_TOKEN "+
-			"(`membus up` prints it on its plugin: line), or --data-dir of the running membus up: %w", url, err)
+			"(the contents of the running membus up's <data dir>/nats.token), or --data-dir of the running membus up: %w", url, err)
 	}
 	if err != nil {
 		return nil, nil, names, fmt.Errorf("connect to NATS at %s: is membus running? (--nats-url / MEMBUS_NATS_URL, or --nats-listen of membus up): %w", url, err)
