@@ -130,14 +130,18 @@ func (o *OpenAI) Discover(ctx context.Context) (int, error) {
 }
 
 // Ping implements Pinger: one request embedding one word, without retries (the caller, an
-// outage probe, retries with its own backoff). Any failure counts, an error status too: a
-// server that refuses the key or the model embeds nothing either.
+// outage probe, retries with its own backoff). It fails on what Embed would retry: no answer,
+// a timeout, 429 or 5xx. A server that answers with a refusal (a revoked key, a missing model)
+// is up: that is a misconfiguration, and the commits it fails end in the DLQ, where it shows,
+// instead of pausing the runner until someone notices.
 func (o *OpenAI) Ping(ctx context.Context) error {
 	body, err := json.Marshal(embeddingsRequest{Model: o.model, Input: []string{"ping"}})
 	if err != nil {
 		return err
 	}
-	if _, err := o.post(ctx, body, 1); err != nil {
+	_, err = o.post(ctx, body, 1)
+	var r *retryable
+	if errors.As(err, &r) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("openai embedder (%s) ping: %w", o.model, err)
 	}
 	return nil

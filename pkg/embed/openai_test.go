@@ -227,16 +227,17 @@ func TestOpenAICanceledWhileWaiting(t *testing.T) {
 	}
 }
 
-// TestOpenAIPing: the outage probe passes while the server embeds and fails, at once and
-// without retrying, when it answers an error or cannot be reached; through the embedding
-// cache too (PingerOf).
+// TestOpenAIPing: the outage probe passes while the server embeds, and while it answers a
+// refusal (a misconfiguration, not an outage: its commits go to the DLQ), and fails at once,
+// without retrying, when it answers 5xx; through the embedding cache too (PingerOf).
 func TestOpenAIPing(t *testing.T) {
-	var down atomic.Bool
+	var status atomic.Int32 // 0: embed
 	f := &fakeEmbeddings{t: t, reply: func(w http.ResponseWriter, _ int) bool {
-		if down.Load() {
-			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+		if s := int(status.Load()); s != 0 {
+			http.Error(w, http.StatusText(s), s)
+			return true
 		}
-		return down.Load()
+		return false
 	}}
 	o := newOpenAI(t, f)
 	p, ok := PingerOf(NewCached(o, 10))
@@ -247,15 +248,19 @@ func TestOpenAIPing(t *testing.T) {
 	if err := p.Ping(ctx); err != nil {
 		t.Fatalf("ping of a server that embeds: %v", err)
 	}
-	down.Store(true)
+	status.Store(http.StatusUnauthorized)
+	if err := p.Ping(ctx); err != nil {
+		t.Errorf("ping of a server refusing the key: %v, want it up (a misconfiguration is no outage)", err)
+	}
+	status.Store(http.StatusServiceUnavailable)
 	if err := p.Ping(ctx); err == nil {
 		t.Fatal("ping of a server answering 503 passed")
 	}
 	f.mu.Lock()
 	calls, sleeps := f.calls, len(f.sleeps)
 	f.mu.Unlock()
-	if calls != 2 || sleeps != 0 {
-		t.Errorf("%d calls and %d retry waits for two pings, want 2 and none", calls, sleeps)
+	if calls != 3 || sleeps != 0 {
+		t.Errorf("%d calls and %d retry waits for three pings, want 3 and none", calls, sleeps)
 	}
 	if _, ok := PingerOf(NewCached(NewHash(), 10)); ok {
 		t.Error("PingerOf(hash) found a Pinger: a model in the process cannot be down")

@@ -186,7 +186,10 @@ func Summarizer(env *Env) (*summarizer.Service, error) {
 		NC: env.NC, JS: env.JS, Names: env.Names, Store: env.Store, Locker: env.Locker,
 		Embedder: env.Embedder, Vectors: env.Vectors, Summarizer: sum,
 		Metrics: m, Logger: logger,
-		KickOutbox: env.Relay.Kick, Probes: env.Probes("redis", "nats", "vectors", "embedder"),
+		// Not Qdrant's or the embedder's probe: the runner's archive_created events never use
+		// them (the scheduler's digests do, outside the runner), and a probe of what a handler
+		// does not use would pause the overviews for an outage they do not suffer.
+		KickOutbox: env.Relay.Kick, Probes: env.Probes("redis", "nats"),
 	})
 }
 

@@ -108,7 +108,7 @@ func withFakeQdrant(t *testing.T, env *Env) *qdranttest.Server {
 	return srv
 }
 
-// TestVectorsProbe: with Qdrant as the vector store the extract and summarizer runners probe
+// TestVectorsProbe: with Qdrant as the vector store the extract runner probes
 // it (wire.go), so a commit that fails while Qdrant is down is an outage, redelivered, never
 // dead-lettered (docs/design.md §8): the probe passes while the server answers and fails once
 // it is down.
@@ -179,8 +179,8 @@ func TestConfigDefaultsAgree(t *testing.T) {
 	}
 }
 
-// TestEmbedderProbe: with an OpenAI-compatible embedder the extract and summarizer runners probe
-// it (wire.go): the probe passes while the server embeds and fails while it answers errors.
+// TestEmbedderProbe: with an OpenAI-compatible embedder the extract runner probes
+// it (wire.go): the probe passes while the server embeds and fails while it answers 5xx.
 func TestEmbedderProbe(t *testing.T) {
 	env := openTestEnv(t)
 	var down atomic.Bool
